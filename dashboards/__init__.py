@@ -1,0 +1,1 @@
+"""steplens dashboards package."""

@@ -1,0 +1,101 @@
+"""DuckDB schema of the span store, as an ordered list of migrations applied at startup.
+
+Why no PRIMARY KEY / UNIQUE constraints: DuckDB can refuse to reopen a database whose WAL holds
+index work after a hard kill (duckdb issues 15836, 18732). Dedup of (project, trace_id, span_id)
+is done by anti-join when loading, so a crash can never brick the store.
+
+Columns promoted out of the attributes JSON are the ones dashboards filter and aggregate on;
+reading them from JSON is ~20x slower at 10M spans.
+"""
+
+from __future__ import annotations
+
+SPANS_DDL = """
+CREATE TABLE IF NOT EXISTS spans (
+    project          VARCHAR   NOT NULL,
+    trace_id         VARCHAR   NOT NULL,   -- 32 lowercase hex chars
+    span_id          VARCHAR   NOT NULL,   -- 16 lowercase hex chars
+    parent_span_id   VARCHAR,              -- NULL for a root span
+    service          VARCHAR,              -- resource service.name
+    scope            VARCHAR,              -- instrumentation scope name
+    name             VARCHAR   NOT NULL,
+    kind             VARCHAR   NOT NULL,   -- UNSPECIFIED INTERNAL SERVER CLIENT PRODUCER CONSUMER
+    start_time       TIMESTAMP NOT NULL,   -- UTC, microseconds
+    end_time         TIMESTAMP NOT NULL,
+    duration_ms      DOUBLE    NOT NULL,
+    status           VARCHAR   NOT NULL,   -- UNSET OK ERROR
+    status_message   VARCHAR,
+    operation        VARCHAR   NOT NULL,   -- tracer.conventions.OperationClass
+    agent_name       VARCHAR,
+    agent_version    VARCHAR,
+    model            VARCHAR,              -- request model (response model when none requested)
+    response_model   VARCHAR,
+    provider         VARCHAR,
+    input_tokens     BIGINT,
+    output_tokens    BIGINT,
+    cache_read_tokens BIGINT,
+    cost_usd         DOUBLE,
+    cost_source      VARCHAR,              -- 'span' (client sent it) | 'price_table' | NULL
+    tool_name        VARCHAR,
+    error_type       VARCHAR,
+    step_index       INTEGER,
+    stop_reason      VARCHAR,
+    run_ok           BOOLEAN,
+    run_steps        INTEGER,
+    conversation_id  VARCHAR,
+    user_id          VARCHAR,
+    environment      VARCHAR,              -- resource deployment.environment(.name)
+    run_mode         VARCHAR,
+    attributes       JSON,                 -- every attribute, promoted or not
+    events           JSON,                 -- list of {name, time, attributes}
+    resource         JSON,                 -- resource attributes
+    ingested_at      TIMESTAMP NOT NULL
+)
+"""
+
+RUNS_DDL = """
+CREATE TABLE IF NOT EXISTS runs (
+    project          VARCHAR   NOT NULL,
+    trace_id         VARCHAR   NOT NULL,
+    root_span_id     VARCHAR,              -- the invoke_agent span, or the trace's root
+    name             VARCHAR,
+    agent            VARCHAR,
+    version          VARCHAR,
+    service          VARCHAR,
+    environment      VARCHAR,
+    user_id          VARCHAR,
+    conversation_id  VARCHAR,
+    mode             VARCHAR,
+    start_time       TIMESTAMP,
+    end_time         TIMESTAMP,
+    duration_ms      DOUBLE,
+    ok               BOOLEAN,
+    stop_reason      VARCHAR,
+    steps            INTEGER,
+    llm_calls        INTEGER,
+    tool_calls       INTEGER,
+    tool_errors      INTEGER,
+    error_spans      INTEGER,
+    input_tokens     BIGINT,
+    output_tokens    BIGINT,
+    cost_usd         DOUBLE,
+    models           VARCHAR[],
+    failure_signature VARCHAR,
+    eval_run_id      VARCHAR,
+    eval_case_id     VARCHAR,
+    span_count       INTEGER,
+    updated_at       TIMESTAMP NOT NULL
+)
+"""
+
+MIGRATIONS_DDL = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER   NOT NULL,
+    applied_at TIMESTAMP NOT NULL
+)
+"""
+
+# Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
+MIGRATIONS: list[list[str]] = [
+    [SPANS_DDL, RUNS_DDL],
+]

@@ -1,0 +1,1 @@
+"""steplens kernel package."""

@@ -1,0 +1,318 @@
+"""Every span name, attribute key and closed value set of the steplens span contract.
+
+This module is the one place that knows attribute names (design.md §2). The kernel, the tracer
+helpers and ingest's normalizer import these constants; nobody else spells an attribute name.
+OTel GenAI names come from opentelemetry-semantic-conventions so that we track the spec; names
+the spec does not cover live under `steplens.`.
+
+It imports only the standard library and OpenTelemetry, so ingest may import it freely.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _g
+from opentelemetry.semconv.attributes import error_attributes as _err
+
+# --------------------------------------------------------------------------------------------
+# Closed value sets
+# --------------------------------------------------------------------------------------------
+
+
+class StopReason(StrEnum):
+    """Why a run ended (`steplens.run.stop_reason`). Only FINISH means ok=true."""
+
+    FINISH = "finish"
+    MAX_STEPS = "max_steps"
+    TOKEN_BUDGET = "token_budget"
+    COST_BUDGET = "cost_budget"
+    TIMEOUT = "timeout"
+    TOOL_ERROR_EXHAUSTED = "tool_error_exhausted"
+    UNPARSABLE_EXHAUSTED = "unparsable_exhausted"
+    LLM_UNAVAILABLE = "llm_unavailable"
+    REPLAN_EXHAUSTED = "replan_exhausted"
+    CANCELLED = "cancelled"
+    INTERNAL_ERROR = "internal_error"
+
+
+class ToolErrorCode(StrEnum):
+    """`error.type` on tool spans, and the `error` code inside error observations."""
+
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    DENIED = "denied"
+    TIMEOUT = "timeout"
+    EXCEPTION = "exception"
+    RATE_LIMITED = "rate_limited"
+
+
+class StepKind(StrEnum):
+    TOOL = "tool"
+    FINISH = "finish"
+    FORMAT_ERROR = "format_error"
+    LOOP_GUARD = "loop_guard"
+    APPROVAL_WAIT = "approval_wait"
+
+
+class ParseStatus(StrEnum):
+    OK = "ok"
+    REPAIRED = "repaired"
+    UNPARSABLE = "unparsable"
+
+
+class ToolDecision(StrEnum):
+    EXECUTED = "executed"
+    DENIED = "denied"
+    SHADOWED = "shadowed"
+    PENDING_APPROVAL = "pending_approval"
+
+
+class RiskLevel(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class RunMode(StrEnum):
+    LIVE = "live"
+    SHADOW = "shadow"
+    EVAL = "eval"
+    REPLAY = "replay"
+
+
+class ReplanGranularity(StrEnum):
+    PATCH = "patch"
+    TAIL = "tail"
+    GLOBAL = "global"
+
+
+class ReplanVerdict(StrEnum):
+    ADMITTED = "admitted"
+    STEP_BREAKER = "step_breaker"
+    TOTAL_BREAKER = "total_breaker"
+    TOKEN_GATE = "token_gate"
+    OSCILLATION = "oscillation"
+
+
+class OperationClass(StrEnum):
+    """The class ingest assigns to every span (design.md §3), whatever client sent it."""
+
+    AGENT = "agent"
+    STEP = "step"
+    LLM = "llm"
+    TOOL = "tool"
+    TRUNCATE = "truncate"
+    BUDGET = "budget"
+    PLAN = "plan"
+    REPLAN = "replan"
+    RETRIEVAL = "retrieval"
+    EMBEDDING = "embedding"
+    OTHER = "other"
+
+
+# --------------------------------------------------------------------------------------------
+# Span names (format with the placeholder in braces)
+# --------------------------------------------------------------------------------------------
+
+SPAN_RUN = "invoke_agent {agent}"
+SPAN_PLAN = "plan {agent}"
+SPAN_REPLAN = "replan {agent}"
+SPAN_STEP = "step {index}"
+SPAN_BUDGET_CHECK = "budget_check"
+SPAN_CHAT = "chat {model}"
+SPAN_TOOL = "execute_tool {tool}"
+SPAN_TRUNCATE = "truncate_observation"
+
+# gen_ai.operation.name values
+OP_INVOKE_AGENT = "invoke_agent"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_PLAN = "plan"
+OP_TEXT_COMPLETION = "text_completion"
+OP_EMBEDDINGS = "embeddings"
+OP_CREATE_AGENT = "create_agent"
+OP_GENERATE_CONTENT = "generate_content"
+
+TOOL_TYPE_FUNCTION = "function"
+
+# --------------------------------------------------------------------------------------------
+# OpenTelemetry GenAI attributes (current names)
+# --------------------------------------------------------------------------------------------
+
+GEN_AI_OPERATION_NAME = _g.GEN_AI_OPERATION_NAME
+GEN_AI_PROVIDER_NAME = _g.GEN_AI_PROVIDER_NAME
+GEN_AI_AGENT_NAME = _g.GEN_AI_AGENT_NAME
+GEN_AI_AGENT_VERSION = _g.GEN_AI_AGENT_VERSION
+GEN_AI_AGENT_ID = _g.GEN_AI_AGENT_ID
+GEN_AI_CONVERSATION_ID = _g.GEN_AI_CONVERSATION_ID
+GEN_AI_REQUEST_MODEL = _g.GEN_AI_REQUEST_MODEL
+GEN_AI_RESPONSE_MODEL = _g.GEN_AI_RESPONSE_MODEL
+GEN_AI_REQUEST_TEMPERATURE = _g.GEN_AI_REQUEST_TEMPERATURE
+GEN_AI_REQUEST_MAX_TOKENS = _g.GEN_AI_REQUEST_MAX_TOKENS
+GEN_AI_RESPONSE_FINISH_REASONS = _g.GEN_AI_RESPONSE_FINISH_REASONS
+GEN_AI_RESPONSE_ID = _g.GEN_AI_RESPONSE_ID
+GEN_AI_USAGE_INPUT_TOKENS = _g.GEN_AI_USAGE_INPUT_TOKENS
+GEN_AI_USAGE_OUTPUT_TOKENS = _g.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = _g.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = _g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+GEN_AI_INPUT_MESSAGES = _g.GEN_AI_INPUT_MESSAGES
+GEN_AI_OUTPUT_MESSAGES = _g.GEN_AI_OUTPUT_MESSAGES
+GEN_AI_SYSTEM_INSTRUCTIONS = _g.GEN_AI_SYSTEM_INSTRUCTIONS
+GEN_AI_TOOL_NAME = _g.GEN_AI_TOOL_NAME
+GEN_AI_TOOL_CALL_ID = _g.GEN_AI_TOOL_CALL_ID
+GEN_AI_TOOL_TYPE = _g.GEN_AI_TOOL_TYPE
+GEN_AI_TOOL_DESCRIPTION = _g.GEN_AI_TOOL_DESCRIPTION
+GEN_AI_TOOL_CALL_ARGUMENTS = _g.GEN_AI_TOOL_CALL_ARGUMENTS
+GEN_AI_TOOL_CALL_RESULT = _g.GEN_AI_TOOL_CALL_RESULT
+GEN_AI_TOOL_DEFINITIONS = _g.GEN_AI_TOOL_DEFINITIONS
+GEN_AI_TOKEN_TYPE = _g.GEN_AI_TOKEN_TYPE
+GEN_AI_DATA_SOURCE_ID = _g.GEN_AI_DATA_SOURCE_ID
+ERROR_TYPE = _err.ERROR_TYPE
+
+# Deprecated GenAI names that older clients still send (read by ingest, never written by us).
+GEN_AI_SYSTEM = _g.GEN_AI_SYSTEM
+GEN_AI_USAGE_PROMPT_TOKENS = _g.GEN_AI_USAGE_PROMPT_TOKENS
+GEN_AI_USAGE_COMPLETION_TOKENS = _g.GEN_AI_USAGE_COMPLETION_TOKENS
+GEN_AI_PROMPT = _g.GEN_AI_PROMPT
+GEN_AI_COMPLETION = _g.GEN_AI_COMPLETION
+
+# Other standard attributes we read or write.
+ENDUSER_ID = "enduser.id"
+SESSION_ID = "session.id"
+SERVICE_NAME = "service.name"
+SERVICE_VERSION = "service.version"
+DEPLOYMENT_ENVIRONMENT_NAME = "deployment.environment.name"
+
+# GenAI client metrics.
+METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
+
+# --------------------------------------------------------------------------------------------
+# steplens attributes
+# --------------------------------------------------------------------------------------------
+
+# run span
+RUN_OK = "steplens.run.ok"
+RUN_STOP_REASON = "steplens.run.stop_reason"
+RUN_STEPS = "steplens.run.steps"
+RUN_MODE = "steplens.run.mode"
+RUN_TASK = "steplens.run.task"  # content
+RUN_ANSWER = "steplens.run.answer"  # content
+BUDGET_MAX_STEPS = "steplens.budget.max_steps"
+BUDGET_MAX_INPUT_TOKENS = "steplens.budget.max_input_tokens"
+BUDGET_MAX_OUTPUT_TOKENS = "steplens.budget.max_output_tokens"
+BUDGET_MAX_COST_USD = "steplens.budget.max_cost_usd"
+BUDGET_MAX_SECONDS = "steplens.budget.max_seconds"
+BUDGET_MAX_CONSECUTIVE_ERRORS = "steplens.budget.max_consecutive_errors"
+USAGE_INPUT_TOKENS = "steplens.usage.input_tokens"
+USAGE_OUTPUT_TOKENS = "steplens.usage.output_tokens"
+USAGE_COST_USD = "steplens.usage.cost_usd"
+USAGE_ESTIMATED = "steplens.usage.estimated"
+EVAL_RUN_ID = "steplens.eval.run_id"
+EVAL_CASE_ID = "steplens.eval.case_id"
+
+# step span
+STEP_INDEX = "steplens.step.index"
+STEP_KIND = "steplens.step.kind"
+STEP_ACTION = "steplens.step.action"
+STEP_PARSE = "steplens.step.parse"
+STEP_THOUGHT = "steplens.step.thought"  # content
+STEP_OBSERVATION = "steplens.step.observation"  # content
+PLAN_VERSION = "steplens.plan.version"
+PLAN_STEP_ID = "steplens.plan.step_id"
+PLAN_STEPS = "steplens.plan.steps"
+ACTION_FINISH = "finish"
+
+# chat span
+LLM_ATTEMPT = "steplens.llm.attempt"
+LLM_FALLBACK_FROM = "steplens.llm.fallback_from"
+COST_USD = "steplens.cost.usd"
+
+# tool span
+TOOL_DECISION = "steplens.tool.decision"
+TOOL_SIDE_EFFECT = "steplens.tool.side_effect"
+TOOL_RISK = "steplens.tool.risk"
+TOOL_TIMEOUT_S = "steplens.tool.timeout_s"
+
+# truncate span
+TRUNCATE_LIMIT_TOKENS = "steplens.truncate.limit_tokens"
+TRUNCATE_INPUT_TOKENS = "steplens.truncate.input_tokens"
+TRUNCATE_OUTPUT_TOKENS = "steplens.truncate.output_tokens"
+TRUNCATE_DROPPED_TOKENS = "steplens.truncate.dropped_tokens"
+TRUNCATE_TRUNCATED = "steplens.truncate.truncated"
+
+# budget_check span: steplens.budget.<name>.used / .limit for each name below
+BUDGET_NAMES = ("steps", "input_tokens", "cost_usd", "seconds")
+BUDGET_EXHAUSTED = "steplens.budget.exhausted"
+BUDGET_HEADROOM = "steplens.budget.headroom"
+
+
+def budget_used(name: str) -> str:
+    """`steplens.budget.<name>.used` for one of BUDGET_NAMES."""
+    return f"steplens.budget.{name}.used"
+
+
+def budget_limit(name: str) -> str:
+    """`steplens.budget.<name>.limit` for one of BUDGET_NAMES."""
+    return f"steplens.budget.{name}.limit"
+
+
+# replan span
+REPLAN_GRANULARITY = "steplens.replan.granularity"
+REPLAN_CAUSE = "steplens.replan.cause"
+REPLAN_FAILED_STEP = "steplens.replan.failed_step"
+REPLAN_VERDICT = "steplens.replan.verdict"
+REPLAN_FROM_VERSION = "steplens.replan.from_version"
+REPLAN_TO_VERSION = "steplens.replan.to_version"
+REPLAN_REEXECUTION_COST_USD = "steplens.replan.reexecution_cost_usd"
+
+# Attributes that carry content (recorded only while capture is on, after redaction).
+CONTENT_ATTRIBUTES = frozenset(
+    {
+        RUN_TASK,
+        RUN_ANSWER,
+        STEP_THOUGHT,
+        STEP_OBSERVATION,
+        GEN_AI_INPUT_MESSAGES,
+        GEN_AI_OUTPUT_MESSAGES,
+        GEN_AI_SYSTEM_INSTRUCTIONS,
+        GEN_AI_TOOL_CALL_ARGUMENTS,
+        GEN_AI_TOOL_CALL_RESULT,
+    }
+)
+
+# --------------------------------------------------------------------------------------------
+# Environment variables read by the tracer (documented in the README's configuration table)
+# --------------------------------------------------------------------------------------------
+
+ENV_CAPTURE_CONTENT = "STEPLENS_CAPTURE_CONTENT"
+ENV_OTEL_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+ENV_CONTENT_MAX_BYTES = "STEPLENS_CONTENT_MAX_BYTES"
+
+# --------------------------------------------------------------------------------------------
+# Foreign conventions that ingest's normalizer reads (OpenInference, OpenLLMetry)
+# --------------------------------------------------------------------------------------------
+
+OI_SPAN_KIND = "openinference.span.kind"
+OI_LLM_MODEL_NAME = "llm.model_name"
+OI_LLM_PROVIDER = "llm.provider"
+OI_LLM_SYSTEM = "llm.system"
+OI_TOKEN_PROMPT = "llm.token_count.prompt"
+OI_TOKEN_COMPLETION = "llm.token_count.completion"
+OI_TOKEN_TOTAL = "llm.token_count.total"
+OI_TOKEN_CACHE_READ = "llm.token_count.prompt_details.cache_read"
+OI_TOOL_NAME = "tool.name"
+OI_SESSION_ID = "session.id"
+OI_USER_ID = "user.id"
+OI_AGENT_NAME = "agent.name"
+
+TRACELOOP_SPAN_KIND = "traceloop.span.kind"
+TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT = "traceloop.entity.output"
+TRACELOOP_WORKFLOW_NAME = "traceloop.workflow.name"
+LLM_USAGE_PROMPT_TOKENS = "llm.usage.prompt_tokens"
+LLM_USAGE_COMPLETION_TOKENS = "llm.usage.completion_tokens"
+LLM_USAGE_TOTAL_TOKENS = "llm.usage.total_tokens"
+LLM_REQUEST_TYPE = "llm.request.type"
