@@ -1,0 +1,92 @@
+"""The ingest server's settings: one declarative table, each with a documented default.
+
+Sources, highest priority first: explicit arguments (CLI flags), `STEPLENS_*` environment
+variables, the `steplens.toml` file (path from `--config` or `STEPLENS_CONFIG`), the defaults
+below. The README's configuration table is generated from the field descriptions here, so a
+setting documented anywhere else is a bug.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+Scope = Literal["ingest", "read", "admin"]
+
+MIB = 1024 * 1024
+
+
+class ApiKey(BaseModel):
+    """An API key bound to one project and a set of scopes. Give the key's hash or the key itself
+    via an environment variable reference; never commit a key."""
+
+    key: str = Field(description="The secret (prefer `key_env` to keep it out of files).", default="")
+    key_env: str | None = Field(default=None, description="Name of an environment variable holding the key.")
+    project: str = Field(description="Project every span sent with this key belongs to.")
+    scopes: list[Scope] = Field(default_factory=lambda: ["ingest", "read"])
+
+
+class Settings(BaseSettings):
+    """All ingest settings. Environment: `STEPLENS_<FIELD>` (e.g. STEPLENS_PORT=4318)."""
+
+    model_config = SettingsConfigDict(env_prefix="STEPLENS_", extra="ignore", toml_file=None)
+
+    host: str = Field("127.0.0.1", description="Interface to bind. Beyond loopback requires API keys.")
+    port: int = Field(4318, description="OTLP/HTTP receiver and query API port.")
+    grpc_port: int = Field(4317, description="OTLP/gRPC receiver port; 0 disables gRPC.")
+    db: Path = Field(Path("data/steplens.duckdb"), description="DuckDB database file.")
+    spool_dir: Path | None = Field(None, description="Write-ahead spool directory (default: next to the db, `<db>.spool`).")
+    default_project: str = Field("default", description="Project of spans received without API keys configured.")
+    api_keys: list[ApiKey] = Field(default_factory=list, description="API keys; none means loopback-only, no auth.")
+    max_body_bytes: int = Field(64 * MIB, description="Largest request body after decompression (413 beyond).")
+    queue_max_bytes: int = Field(256 * MIB, description="Bytes of accepted-but-unloaded payload before answering 503.")
+    retry_after_s: int = Field(1, ge=1, le=5, description="Retry-After seconds sent with 429/503 (1..5).")
+    commit_interval_ms: int = Field(20, description="Group-commit window: requests arriving within it share one fsync.")
+    load_batch_spans: int = Field(50_000, description="Most spans the loader writes to DuckDB in one transaction.")
+    retention_days: int = Field(0, description="Delete spans and runs older than this many days; 0 keeps everything.")
+    retention_interval_s: int = Field(3600, description="How often the retention sweep runs.")
+    query_timeout_s: float = Field(10.0, description="Time limit of one query API request's SQL.")
+    price_file: Path | None = Field(None, description="TOML file overriding/adding model prices (USD per 1M tokens).")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = init_settings.init_kwargs.pop("_config_file", None)  # type: ignore[attr-defined]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+    @property
+    def spool_path(self) -> Path:
+        return self.spool_dir or self.db.with_name(self.db.name + ".spool")
+
+
+def load_settings(config: Path | None = None, **overrides: object) -> Settings:
+    """Build settings from a TOML file (optional), the environment, and explicit overrides.
+
+    `None` overrides are dropped so that an unset CLI flag does not mask the environment.
+    """
+    import os
+
+    kwargs = {k: v for k, v in overrides.items() if v is not None}
+    path = config or (Path(os.environ["STEPLENS_CONFIG"]) if os.environ.get("STEPLENS_CONFIG") else None)
+    if path is not None:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"config file {path} not found: pass an existing steplens.toml to --config")
+        kwargs["_config_file"] = Path(path)
+    return Settings(**kwargs)  # type: ignore[arg-type]

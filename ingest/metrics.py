@@ -1,0 +1,40 @@
+"""The server's self-metrics, exposed in Prometheus format at `/metrics`.
+
+One registry per server instance (not the global default), so tests can run several servers in
+one process without metrics bleeding between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+@dataclass
+class IngestMetrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.spans_received = Counter("steplens_spans_received", "Spans received in export requests.", registry=r)
+        self.spans_stored = Counter("steplens_spans_stored", "Spans committed to DuckDB.", registry=r)
+        self.spans_rejected = Counter(
+            "steplens_spans_rejected", "Spans rejected, by reason.", ["reason"], registry=r
+        )
+        self.spans_deduplicated = Counter(
+            "steplens_spans_deduplicated", "Spans dropped as duplicates of stored ones.", registry=r
+        )
+        self.requests = Counter(
+            "steplens_export_requests", "Export requests by transport and status code.", ["transport", "code"], registry=r
+        )
+        self.queue_bytes = Gauge("steplens_queue_bytes", "Accepted payload bytes not yet loaded into DuckDB.", registry=r)
+        self.commit_seconds = Histogram(
+            "steplens_commit_seconds",
+            "Latency of one durable commit (spool fsync or DuckDB commit).",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=r,
+        )
+        self.load_seconds = Histogram(
+            "steplens_load_seconds", "Latency of one DuckDB load transaction.", registry=r
+        )
