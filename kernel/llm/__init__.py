@@ -1,0 +1,22 @@
+"""The kernel's LLM layer: one protocol, adapters behind it, resilience and routing on top.
+
+Import from here; the submodules are an implementation detail.
+"""
+
+from kernel.llm.base import LLM, AttemptRecord, LLMError, LLMUnavailable, classify_exception
+from kernel.llm.estimate import estimate_tokens, estimate_usage
+from kernel.llm.scripted import Delayed, ScriptedCall, ScriptedLLM, ScriptExhausted
+
+__all__ = [
+    "LLM",
+    "AttemptRecord",
+    "Delayed",
+    "LLMError",
+    "LLMUnavailable",
+    "ScriptExhausted",
+    "ScriptedCall",
+    "ScriptedLLM",
+    "classify_exception",
+    "estimate_tokens",
+    "estimate_usage",
+]
