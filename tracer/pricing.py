@@ -61,7 +61,9 @@ class ModelPrice:
         inp = max(int(input_tokens or 0), 0)
         out = max(int(output_tokens or 0), 0)
         cached = min(max(int(cached_input_tokens or 0), 0), inp)
-        cached_rate = self.input_per_mtok if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        cached_rate = (
+            self.input_per_mtok if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        )
         return (
             (inp - cached) * self.input_per_mtok + cached * cached_rate + out * self.output_per_mtok
         ) / _MTOK

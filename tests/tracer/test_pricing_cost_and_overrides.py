@@ -31,7 +31,14 @@ def test_bundled_table_is_dated_and_covers_every_provider():
     table = default_table()
     assert len(table.as_of) == 10 and table.as_of[4] == "-"
     ids = {p.model for p in table.models()}
-    for expected in ("gpt-4o", "claude-sonnet-4", "gemini-2.5-flash", "mistral-large", "deepseek-chat", "qwen-max"):
+    for expected in (
+        "gpt-4o",
+        "claude-sonnet-4",
+        "gemini-2.5-flash",
+        "mistral-large",
+        "deepseek-chat",
+        "qwen-max",
+    ):
         assert expected in ids
     assert default_table() is table  # cached
 
