@@ -5,14 +5,23 @@ Import from here; the submodules are an implementation detail.
 
 from kernel.llm.base import LLM, AttemptRecord, LLMError, LLMUnavailable, classify_exception
 from kernel.llm.estimate import estimate_tokens, estimate_usage
+from kernel.llm.resilient import CompletionOutcome, ResilientLLM
+from kernel.llm.router import Router
+from kernel.llm.scope import AttemptScope, NullAttemptScope, ScopeFactory
 from kernel.llm.scripted import Delayed, ScriptedCall, ScriptedLLM, ScriptExhausted
 
 __all__ = [
     "LLM",
     "AttemptRecord",
+    "AttemptScope",
+    "CompletionOutcome",
     "Delayed",
     "LLMError",
     "LLMUnavailable",
+    "NullAttemptScope",
+    "ResilientLLM",
+    "Router",
+    "ScopeFactory",
     "ScriptExhausted",
     "ScriptedCall",
     "ScriptedLLM",

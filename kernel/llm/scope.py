@@ -1,0 +1,81 @@
+"""The per-attempt hook between the resilience layer and the tracer.
+
+`ResilientLLM` runs every single try of every model inside one of these scopes, so the tracer can
+open exactly one `chat {model}` span per attempt (design.md §2) without the kernel knowing about
+spans, and the kernel keeps working with tracing off (the default scope does nothing).
+
+A scope factory is any callable
+    factory(*, model: str, provider: str, attempt: int, fallback_from: str | None)
+        -> ContextManager[AttemptScope]
+The yielded object must have `record_response(resp)` and `record_error(exc)`; it may also have
+`record_request(messages=, tools=, temperature=, max_tokens=)`, called first when present. An
+exception escaping the attempt also reaches the context manager's `__exit__`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any, Protocol
+
+from kernel.types import LLMResponse
+
+log = logging.getLogger(__name__)
+
+
+class AttemptScope(Protocol):
+    def record_response(self, resp: LLMResponse) -> None: ...
+
+    def record_error(self, exc: BaseException) -> None: ...
+
+
+ScopeFactory = Callable[..., AbstractContextManager[AttemptScope]]
+
+
+class NullAttemptScope:
+    """Records nothing: the scope used when no tracer is plugged in."""
+
+    def record_response(self, resp: LLMResponse) -> None:
+        return None
+
+    def record_error(self, exc: BaseException) -> None:
+        return None
+
+
+class GuardedScope:
+    """Forwards to a real scope but never lets an observability bug break a completion: hook
+    failures are logged (loudly, with traceback) and the LLM call carries on."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> None:
+        fn = getattr(self._inner, name, None)
+        if fn is None:
+            return
+        try:
+            fn(*args, **kwargs)
+        except Exception:
+            log.exception("attempt scope hook %s failed; continuing without it", name)
+
+    def record_request(self, **kwargs: Any) -> None:
+        self._call("record_request", **kwargs)
+
+    def record_response(self, resp: LLMResponse) -> None:
+        self._call("record_response", resp)
+
+    def record_error(self, exc: BaseException) -> None:
+        self._call("record_error", exc)
+
+
+@contextmanager
+def guarded(make: Callable[[], AbstractContextManager[Any]]) -> Iterator[GuardedScope]:
+    """Enter the scope `make()` builds; if building or entering it fails, log and use a null one."""
+    with ExitStack() as stack:
+        try:
+            inner = stack.enter_context(make())
+        except Exception:
+            log.exception("attempt scope could not be opened; continuing without it")
+            inner = NullAttemptScope()
+        yield GuardedScope(inner)
