@@ -1,0 +1,176 @@
+"""The JSON shapes of the query API (design.md §4): a contract, so fields are added, never renamed.
+
+Timestamps leave as ISO 8601 with an explicit UTC offset: the store keeps naive UTC, and a
+client guessing the zone of a bare timestamp is a classic off-by-hours bug.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+
+def _utc(value: Any) -> Any:
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+class Run(BaseModel):
+    """One agent run (a row of the runs table)."""
+
+    trace_id: str
+    project: str
+    agent: str | None = None
+    version: str | None = None
+    ok: bool | None = None
+    stop_reason: str | None = None
+    steps: int | None = None
+    llm_calls: int | None = None
+    tool_calls: int | None = None
+    tool_errors: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    models: list[str] = Field(default_factory=list)
+    start_time: datetime | None = None
+    duration_ms: float | None = None
+    # Additions beyond the contract's minimum.
+    end_time: datetime | None = None
+    name: str | None = None
+    service: str | None = None
+    environment: str | None = None
+    user_id: str | None = None
+    conversation_id: str | None = None
+    mode: str | None = None
+    span_count: int | None = None
+    error_spans: int | None = None
+    failure_signature: str | None = None
+    root_span_id: str | None = None
+
+    @field_validator("start_time", "end_time", mode="before")
+    @classmethod
+    def _utc_times(cls, v: Any) -> Any:
+        return _utc(v)
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _models(cls, v: Any) -> Any:
+        return [m for m in v if m is not None] if v is not None else []
+
+
+class RunsPage(BaseModel):
+    runs: list[Run]
+    next: str | None = Field(description="Opaque cursor for the next page; null on the last page.")
+
+
+class Span(BaseModel):
+    """One span, in tree order inside a trace: `depth` 0 is a root, `children` are span ids."""
+
+    span_id: str
+    parent_span_id: str | None = None
+    name: str
+    kind: str
+    operation: str
+    start_time: datetime
+    end_time: datetime
+    duration_ms: float
+    status: Literal["UNSET", "OK", "ERROR"] | str
+    status_message: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    tool_name: str | None = None
+    error_type: str | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    events: list[Any] = Field(default_factory=list)
+    # Additions beyond the contract's minimum.
+    depth: int = 0
+    children: list[str] = Field(default_factory=list)
+    response_model: str | None = None
+    cache_read_tokens: int | None = None
+    step_index: int | None = None
+    service: str | None = None
+    scope: str | None = None
+    resource: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("start_time", "end_time", mode="before")
+    @classmethod
+    def _utc_times(cls, v: Any) -> Any:
+        return _utc(v)
+
+    @field_validator("attributes", "resource", mode="before")
+    @classmethod
+    def _json_object(cls, v: Any) -> Any:
+        return _parse_json(v, {})
+
+    @field_validator("events", mode="before")
+    @classmethod
+    def _json_list(cls, v: Any) -> Any:
+        return _parse_json(v, [])
+
+
+def _parse_json(v: Any, empty: Any) -> Any:
+    """JSON columns arrive as text. Unparsable text is kept visible under `_unparsed`, not dropped."""
+    if v is None:
+        return empty
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return {"_unparsed": v} if isinstance(empty, dict) else [{"_unparsed": v}]
+    if isinstance(empty, dict) and not isinstance(v, dict):
+        return {"_value": v}
+    if isinstance(empty, list) and not isinstance(v, list):
+        return [v]
+    return v
+
+
+class Trace(BaseModel):
+    """A trace: its run (null while no run row exists for it yet) and all spans in tree order."""
+
+    trace_id: str
+    run: Run | None
+    spans: list[Span]
+
+
+class StopReasonCount(BaseModel):
+    stop_reason: str | None
+    runs: int
+
+
+class Aggregates(BaseModel):
+    """Totals over a set of runs. Rates and percentiles are null when there are no runs to rate."""
+
+    runs: int = 0
+    ok_runs: int = 0
+    failed_runs: int = 0
+    success_rate: float | None = Field(None, description="ok_runs / (ok_runs + failed_runs)")
+    p50_duration_ms: float | None = None
+    p95_duration_ms: float | None = None
+    mean_steps: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+
+
+class Bucket(Aggregates):
+    start: datetime
+    end: datetime
+
+
+class Overview(BaseModel):
+    since: datetime | None = Field(description="Range start (the earliest run when not given).")
+    until: datetime
+    bucket_seconds: int
+    totals: Aggregates
+    stop_reasons: list[StopReasonCount]
+    series: list[Bucket]

@@ -1,0 +1,98 @@
+"""Query parameters of the read endpoints, validated by pydantic so bad input is a clear 422.
+
+Unknown parameters are rejected (extra="forbid"): a misspelt filter silently ignored would show
+the caller unfiltered data that looks filtered.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
+
+_RELATIVE = re.compile(r"^\s*(\d{1,9})\s*(s|m|h|d|w)\s*$", re.IGNORECASE)
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DATETIME = TypeAdapter(datetime)
+
+
+def parse_time(value: object, now: datetime | None = None) -> datetime | None:
+    """ISO 8601 (naive means UTC) or a relative age like `24h`, `30m`, `7d`, `2w`; returns naive UTC.
+
+    Relative values count back from now: `since=24h` is "the last 24 hours".
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        text = str(value).strip()
+        match = _RELATIVE.match(text)
+        if match:
+            amount, unit = int(match.group(1)), match.group(2).lower()
+            now = now or datetime.now(UTC)
+            try:
+                dt = now - timedelta(**{_UNITS[unit]: amount})
+            except OverflowError as exc:
+                raise ValueError(f"relative time {text!r} reaches before year 1") from exc
+        else:
+            try:
+                dt = _DATETIME.validate_python(text)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{text!r} is neither ISO 8601 (e.g. 2025-01-31T12:00:00Z) nor a relative age (e.g. 24h, 7d)"
+                ) from exc
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
+    return dt
+
+
+TimeParam = Annotated[datetime | None, BeforeValidator(parse_time)]
+Text = Annotated[str | None, Field(max_length=512)]
+
+
+class CommonParams(BaseModel):
+    """Filters every read endpoint accepts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    project: Text = Field(None, description="Only this project (can narrow what your key reads, never widen).")
+    since: TimeParam = Field(None, description="Runs starting at or after: ISO 8601 or relative (24h, 7d).")
+    until: TimeParam = Field(None, description="Runs starting before: ISO 8601 or relative.")
+    agent: Text = None
+    version: Text = None
+    environment: Text = None
+
+    @model_validator(mode="after")
+    def _range(self) -> CommonParams:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError(f"since ({self.since.isoformat()}) must be before until ({self.until.isoformat()})")
+        return self
+
+
+class RunsParams(CommonParams):
+    """Filters, sort and paging of `GET /api/runs`."""
+
+    ok: bool | None = None
+    stop_reason: Text = None
+    model: Text = Field(None, description="Runs that used this model (request or response model).")
+    user: Text = None
+    conversation: Text = None
+    min_cost: float | None = Field(None, ge=0)
+    min_steps: int | None = Field(None, ge=0)
+    q: Text = Field(None, description="Case-insensitive substring of the run name or agent.")
+    sort: Literal["start_time", "duration_ms", "cost_usd", "steps", "input_tokens"] = "start_time"
+    order: Literal["desc", "asc"] = "desc"
+    limit: int = Field(50, ge=1, le=1000)
+    cursor: str | None = Field(None, max_length=4096, description="`next` of the previous page.")
+
+
+class TraceParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    project: Text = Field(None, description="Only look in this project.")
+
+
+class OverviewParams(CommonParams):
+    """Filters of `GET /api/overview`; the bucket size follows from the range."""

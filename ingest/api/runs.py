@@ -1,0 +1,57 @@
+"""`GET /api/runs`: filtered, sorted, keyset-paged runs, newest first by default."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from ingest.api.access import ReadAccess
+from ingest.api.cursor import BadCursor, decode_cursor, encode_cursor
+from ingest.api.execute import ReadableStore, run_read
+from ingest.api.models import Run, RunsPage
+from ingest.api.params import RunsParams
+from ingest.queries.runs import RunFilters, list_runs
+
+
+def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilters:
+    return RunFilters(
+        projects=projects,
+        since=params.since,
+        until=params.until,
+        agent=params.agent,
+        version=params.version,
+        environment=params.environment,
+        ok=params.ok,
+        stop_reason=params.stop_reason,
+        model=params.model,
+        user=params.user,
+        conversation=params.conversation,
+        min_cost=params.min_cost,
+        min_steps=params.min_steps,
+        q=params.q,
+    )
+
+
+def add_runs_routes(
+    router: APIRouter, store: ReadableStore, read_access: Callable[..., Any], timeout_s: float | None
+) -> None:
+    @router.get("/runs", response_model=RunsPage, summary="List runs (filter, sort, keyset paging)")
+    def get_runs(
+        params: Annotated[RunsParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
+    ) -> RunsPage:
+        after = None
+        if params.cursor:
+            try:
+                after = decode_cursor(params.cursor, params.sort, params.order)
+            except BadCursor as exc:
+                raise HTTPException(400, str(exc)) from exc
+        filters = run_filters(params, access.narrow(params.project))
+        page = run_read(
+            store,
+            lambda cur: list_runs(cur, filters, sort=params.sort, order=params.order, limit=params.limit, after=after),
+            timeout_s,
+        )
+        nxt = encode_cursor(page.next_key, params.sort, params.order) if page.next_key else None
+        return RunsPage(runs=[Run.model_validate(r) for r in page.rows], next=nxt)

@@ -1,0 +1,61 @@
+"""`GET /api/traces/{trace_id}`: one run and all its spans as a flat list in tree order.
+
+Unknown traces and traces of projects the caller may not read get the same 404, so an API key
+cannot probe whether another project's trace exists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from ingest.api.access import ReadAccess
+from ingest.api.execute import ReadableStore, run_read
+from ingest.api.models import Run, Span, Trace
+from ingest.api.params import TraceParams
+from ingest.api.tree import order_as_tree
+from ingest.queries.runs import find_runs_by_trace
+from ingest.queries.traces import find_trace_project, trace_spans
+
+_TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
+
+
+def load_trace(cur: Any, trace_id: str, projects: frozenset[str] | None) -> tuple[dict | None, list[dict]]:
+    """The run row (or None) and span rows of a trace; ([], None) when nothing readable exists."""
+    runs = find_runs_by_trace(cur, trace_id, projects)
+    if runs:
+        run = runs[0]
+        spans = trace_spans(cur, trace_id, run["project"], run["start_time"], run["end_time"], run["span_count"])
+        return run, spans.rows
+    project = find_trace_project(cur, trace_id, projects)
+    if project is None:
+        return None, []
+    return None, trace_spans(cur, trace_id, project, None, None, None).rows
+
+
+def add_trace_routes(
+    router: APIRouter, store: ReadableStore, read_access: Callable[..., Any], timeout_s: float | None
+) -> None:
+    @router.get(
+        "/traces/{trace_id}",
+        response_model=Trace,
+        summary="A trace: its run and every span, parents before children, siblings by start time",
+        responses={400: {"description": "not a 32-hex-char trace id"}, 404: {"description": "unknown trace"}},
+    )
+    def get_trace(
+        trace_id: str,
+        params: Annotated[TraceParams, Query()],
+        access: Annotated[ReadAccess, Depends(read_access)],
+    ) -> Trace:
+        if not _TRACE_ID.match(trace_id):
+            raise HTTPException(400, f"trace id must be 32 hexadecimal characters, got {len(trace_id)} characters")
+        tid = trace_id.lower()
+        projects = access.narrow(params.project)
+        run, rows = run_read(store, lambda cur: load_trace(cur, tid, projects), timeout_s)
+        if run is None and not rows:
+            raise HTTPException(404, f"trace {tid} not found")
+        spans = [Span.model_validate(r) for r in order_as_tree(rows)]
+        return Trace(trace_id=tid, run=Run.model_validate(run) if run else None, spans=spans)

@@ -1,0 +1,76 @@
+"""Filters shared by every read query, turned into a parameterized WHERE clause.
+
+Column names come only from this module's constants; user values only ever become parameters,
+so an input like `' OR 1=1 --` is compared as a value, never parsed as SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class CommonFilters:
+    """Filters every endpoint accepts, already validated.
+
+    `projects` is the set the caller may read after narrowing by the `project` parameter:
+    None means every project; an empty set means nothing (a key for project A asking for B).
+    Datetimes are naive UTC, like the TIMESTAMP columns.
+    """
+
+    projects: frozenset[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    agent: str | None = None
+    version: str | None = None
+    environment: str | None = None
+
+
+@dataclass
+class Where:
+    """An AND of SQL fragments with their positional parameters, kept in step."""
+
+    clauses: list[str] = field(default_factory=list)
+    params: list[object] = field(default_factory=list)
+
+    def add(self, clause: str, *params: object) -> None:
+        self.clauses.append(clause)
+        self.params.extend(params)
+
+    def sql(self) -> str:
+        return " AND ".join(f"({c})" for c in self.clauses) if self.clauses else "TRUE"
+
+
+def project_clause(where: Where, projects: frozenset[str] | None, column: str = "project") -> None:
+    """Restrict to readable projects. An empty set yields FALSE, so nothing leaks by accident."""
+    if projects is None:
+        return
+    if not projects:
+        where.add("FALSE")
+        return
+    ordered = sorted(projects)
+    where.add(f"{column} IN ({', '.join('?' for _ in ordered)})", *ordered)
+
+
+def runs_common_where(f: CommonFilters) -> Where:
+    """WHERE clause over the runs table for the filters shared by all endpoints."""
+    where = Where()
+    project_clause(where, f.projects)
+    if f.since is not None:
+        where.add("start_time >= ?", f.since)
+    if f.until is not None:
+        where.add("start_time < ?", f.until)
+    if f.agent is not None:
+        where.add("agent = ?", f.agent)
+    if f.version is not None:
+        where.add("version = ?", f.version)
+    if f.environment is not None:
+        where.add("environment = ?", f.environment)
+    return where
+
+
+def like_contains(value: str) -> str:
+    """A LIKE pattern matching `value` as a plain substring (used with ESCAPE '\\')."""
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"

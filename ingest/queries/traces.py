@@ -1,0 +1,97 @@
+"""Fetching every span of one trace, fast even when the spans table holds millions of rows.
+
+The spans table has no index on trace_id (see ingest/schema.py), so a bare `trace_id = ?` scans
+everything. The run row tells when the trace happened; restricting on start_time first lets
+DuckDB skip row groups by their zonemaps, and the trace_id filter runs on what is left. The run's
+`span_count` verifies the window caught every span (late, skewed or detached spans can fall
+outside it); when it did not, the query falls back to a full scan rather than return a partial
+trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from ingest.queries.filters import Where, project_clause
+
+# Tolerance around the run's [start, end] for client clock skew between processes of one trace.
+WINDOW_SLACK = timedelta(minutes=5)
+
+SPAN_COLUMNS = (
+    "span_id",
+    "parent_span_id",
+    "name",
+    "kind",
+    "operation",
+    "start_time",
+    "end_time",
+    "duration_ms",
+    "status",
+    "status_message",
+    "model",
+    "response_model",
+    "provider",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cost_usd",
+    "tool_name",
+    "error_type",
+    "step_index",
+    "service",
+    "scope",
+    "attributes",
+    "events",
+    "resource",
+)
+SPAN_SELECT = ", ".join(SPAN_COLUMNS)
+
+
+@dataclass(frozen=True)
+class TraceSpans:
+    rows: list[dict[str, Any]]
+    used_window: bool  # False when the full-scan fallback ran (visible for tests and benchmarks)
+
+
+def _fetch(cur: duckdb.DuckDBPyConnection, where: Where) -> list[dict[str, Any]]:
+    cur.execute(f"SELECT {SPAN_SELECT} FROM spans WHERE {where.sql()} ORDER BY start_time, span_id", where.params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def trace_spans(
+    cur: duckdb.DuckDBPyConnection,
+    trace_id: str,
+    project: str,
+    start: datetime | None,
+    end: datetime | None,
+    expected_spans: int | None,
+) -> TraceSpans:
+    """Spans of one trace of one project, using the run's time window when it is known."""
+    if start is not None and end is not None:
+        where = Where()
+        where.add("start_time >= ?", start - WINDOW_SLACK)
+        where.add("start_time <= ?", end + WINDOW_SLACK)
+        where.add("project = ?", project)
+        where.add("trace_id = ?", trace_id)
+        rows = _fetch(cur, where)
+        if expected_spans is None or len(rows) >= expected_spans:
+            return TraceSpans(rows=rows, used_window=True)
+    where = Where()
+    where.add("project = ?", project)
+    where.add("trace_id = ?", trace_id)
+    return TraceSpans(rows=_fetch(cur, where), used_window=False)
+
+
+def find_trace_project(cur: duckdb.DuckDBPyConnection, trace_id: str, projects: frozenset[str] | None) -> str | None:
+    """The project holding spans of a trace that has no run row yet (full scan: rare path)."""
+    where = Where()
+    where.add("trace_id = ?", trace_id)
+    project_clause(where, projects)
+    cur.execute(f"SELECT project FROM spans WHERE {where.sql()} GROUP BY project ORDER BY project LIMIT 1", where.params)
+    row = cur.fetchone()
+    return None if row is None else row[0]
