@@ -101,6 +101,8 @@ class StepRecord(BaseModel):
     cost_usd: float = 0.0
     started_at: float = 0.0  # unix seconds
     duration_s: float = 0.0
+    # The final answer the model gave in this step (also when a guard refused to let it finish).
+    answer: str | None = None
 
 
 class RunResult(BaseModel):
@@ -120,6 +122,11 @@ class RunResult(BaseModel):
     agent: str = "agent"
     version: str = "0"
     models: list[str] = Field(default_factory=list)
+    # Models with no known price: their calls counted $0 against the cost budget.
+    unpriced_models: list[str] = Field(default_factory=list)
+    task: str | None = None
+    conversation_id: str | None = None
+    user_id: str | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json()
