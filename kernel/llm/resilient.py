@@ -78,6 +78,13 @@ class ResilientLLM:
         self.model, self.provider = describe(self.chain[0])
         self.last_attempts: list[AttemptRecord] = []
 
+    async def aclose(self) -> None:
+        """Close every chain member that holds resources (e.g. an adapter's HTTP client)."""
+        for llm in self.chain:
+            close = getattr(llm, "aclose", None)
+            if close is not None:
+                await close()
+
     def attempt_scope(
         self, *, model: str, provider: str, attempt: int, fallback_from: str | None
     ) -> AbstractContextManager[AttemptScope]:

@@ -130,6 +130,7 @@ class FakeOpenAI:
     def __init__(self, default: Behaviour | None = None) -> None:
         self.default: Behaviour = default or TextReply()
         self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
+        self.request_headers: list[dict[str, str]] = []  # headers of each request, same order
         self._queue: deque[Behaviour] = deque()
         self._model_queues: dict[str, deque[Behaviour]] = {}
         self._always: dict[str, Behaviour] = {}
@@ -160,6 +161,7 @@ class FakeOpenAI:
             self._model_queues.clear()
             self._always.clear()
             self.requests.clear()
+            self.request_headers.clear()
 
     def _next(self, model: str) -> tuple[Behaviour, int]:
         with self._lock:
@@ -223,6 +225,8 @@ class FakeOpenAI:
 
     async def _chat(self, request: Request) -> Response:
         raw = await request.body()
+        with self._lock:
+            self.request_headers.append(dict(request.headers))
         try:
             body = json.loads(raw)
             if not isinstance(body, dict):
