@@ -7,7 +7,12 @@ grow it (a key for project A asking for B gets an empty set, i.e. no rows / 404)
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+from fastapi import Depends
+
+from ingest.auth import Principal, require_scope
 
 
 @dataclass(frozen=True)
@@ -27,3 +32,17 @@ class ReadAccess:
 def allow_all() -> ReadAccess:
     """Default dependency when no auth is wired (tests, or a server without API keys)."""
     return ReadAccess(None)
+
+
+def principal_read_access() -> Callable[..., Awaitable[ReadAccess]]:
+    """Dependency reading the caller's projects from ingest.auth (needs `app.state.keyring`).
+
+    Without keys configured auth yields the anonymous principal, which reads every project.
+    """
+    needs_read = require_scope("read")
+
+    async def access(principal: Principal = Depends(needs_read)) -> ReadAccess:
+        projects = principal.projects
+        return ReadAccess(None if projects is None else frozenset(projects))
+
+    return access
