@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     api_keys: list[ApiKey] = Field(default_factory=list, description="API keys; none means loopback-only, no auth.")
     max_body_bytes: int = Field(64 * MIB, description="Largest request body after decompression (413 beyond).")
     queue_max_bytes: int = Field(256 * MIB, description="Bytes of accepted-but-unloaded payload before answering 503.")
+    max_inflight_bytes: int = Field(
+        256 * MIB, description="Bytes of request bodies being read/decoded at once before answering 503."
+    )
     retry_after_s: int = Field(1, ge=1, le=5, description="Retry-After seconds sent with 429/503 (1..5).")
     commit_interval_ms: int = Field(20, description="Group-commit window: requests arriving within it share one fsync.")
     load_batch_spans: int = Field(50_000, description="Most spans the loader writes to DuckDB in one transaction.")
