@@ -316,3 +316,13 @@ LLM_USAGE_PROMPT_TOKENS = "llm.usage.prompt_tokens"
 LLM_USAGE_COMPLETION_TOKENS = "llm.usage.completion_tokens"
 LLM_USAGE_TOTAL_TOKENS = "llm.usage.total_tokens"
 LLM_REQUEST_TYPE = "llm.request.type"
+
+# More foreign names read by ingest's normalizer (added for ingest/normalize).
+OI_LLM_INVOCATION_PARAMETERS = "llm.invocation_parameters"  # JSON string; holds the request model
+TRACELOOP_ENTITY_VERSION = "traceloop.entity.version"
+TRACELOOP_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read_input_tokens"  # pre-1.37 spelling
+TRACELOOP_ASSOCIATION_USER_ID = "traceloop.association.properties.user_id"
+TRACELOOP_ASSOCIATION_SESSION_ID = "traceloop.association.properties.session_id"
+DEPLOYMENT_ENVIRONMENT = "deployment.environment"  # deprecated resource attribute, still common
+EXCEPTION_EVENT = "exception"  # span event name of recorded exceptions
+EXCEPTION_TYPE = "exception.type"
