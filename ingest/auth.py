@@ -109,7 +109,8 @@ class KeyRing:
 
 
 def authorize(principal: Principal, scope: str) -> Principal:
-    if scope not in principal.scopes:
+    """`admin` implies every other scope."""
+    if scope not in principal.scopes and "admin" not in principal.scopes:
         raise Forbidden(f"this API key lacks the {scope!r} scope")
     return principal
 

@@ -30,7 +30,7 @@ def serve(
     config: Annotated[Path | None, typer.Option(help="steplens.toml with settings, keys, alert rules.")] = None,
 ) -> None:
     """Run the ingest server: OTLP receiver, DuckDB store, query API."""
-    from ingest.server import serve as run_server
+    from ingest.cli import serve as run_server
 
     run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config)
 

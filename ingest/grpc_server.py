@@ -1,0 +1,118 @@
+"""OTLP/gRPC `TraceService/Export`: the same decode -> validate -> store path as HTTP.
+
+Why grpc.aio in the HTTP server's event loop: `store.submit` is a coroutine that resolves when the
+store's writer thread commits; running both transports in one loop means one submission path and
+one shutdown order (stop accepting, drain in-flight calls, then flush the store).
+
+Why `grpc.so_reuseport` is off: with it on (gRPC's default) a second server silently shares the
+port with a running one instead of failing with "port in use".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import grpc
+from google.protobuf.any_pb2 import Any as AnyProto
+from google.protobuf.duration_pb2 import Duration
+from google.rpc.error_details_pb2 import RetryInfo
+from google.rpc.status_pb2 import Status
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ingest.auth import KeyRing, authorize, presented_key
+from ingest.config import Settings
+from ingest.errors import IngestError, Internal, Overloaded, PortInUse
+from ingest.metrics import IngestMetrics
+from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.validate import validate_request
+
+log = logging.getLogger(__name__)
+
+TRANSPORT = "grpc"
+
+
+class TraceServiceHandler(trace_service_pb2_grpc.TraceServiceServicer):
+    """The servicer. Project and permission come from the call's metadata key, like HTTP headers."""
+
+    def __init__(self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.keyring = keyring
+
+    async def Export(  # noqa: N802  (name fixed by the OTLP service definition)
+        self, request: ExportTraceServiceRequest, context: grpc.aio.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        try:
+            response = await self._export(request, context)
+        except IngestError as exc:
+            error = exc
+        except Exception:
+            log.exception("unexpected failure in gRPC Export")
+            error = Internal("internal error; see the server log")
+        else:
+            self.metrics.requests.labels(transport=TRANSPORT, code=grpc.StatusCode.OK.name).inc()
+            return response
+        code = error.mapping.grpc_code
+        self.metrics.requests.labels(transport=TRANSPORT, code=code.name).inc()
+        await context.abort(code, error.message, trailing_metadata=_error_metadata(error))
+        raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
+
+    async def _export(
+        self, request: ExportTraceServiceRequest, context: grpc.aio.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        principal = self.keyring.authenticate(presented_key(metadata.get("authorization"), metadata.get("x-api-key")))
+        authorize(principal, "ingest")
+        result = await asyncio.to_thread(validate_request, request)
+        return await export_validated(result, principal.project, self.store, self.metrics)
+
+
+def _error_metadata(error: IngestError) -> tuple[tuple[str, bytes], ...]:
+    """RetryInfo for retryable errors, both where the OTel exporters read it and in the standard
+    `grpc-status-details-bin` rich status."""
+    if not isinstance(error, Overloaded):
+        return ()
+    retry = RetryInfo(retry_delay=Duration(seconds=error.retry_after))
+    detail = AnyProto()
+    detail.Pack(retry)
+    status = Status(code=error.mapping.grpc_code.value[0], message=error.message, details=[detail])
+    return (
+        ("google.rpc.retryinfo-bin", retry.SerializeToString()),
+        ("grpc-status-details-bin", status.SerializeToString()),
+    )
+
+
+def grpc_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+async def start_grpc_server(
+    settings: Settings, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, port: int
+) -> tuple[grpc.aio.Server, int]:
+    """Bind and start the gRPC receiver on `port` (0 = any free port); returns it and the bound port."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_receive_message_length", settings.max_body_bytes),
+            ("grpc.max_send_message_length", 4 * 1024 * 1024),
+        ]
+    )
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceServiceHandler(store, metrics, keyring), server)
+    address = grpc_address(settings.host, port)
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:
+        bound = 0
+    if not bound:
+        await server.stop(None)
+        raise PortInUse(
+            f"gRPC port {port} on {settings.host} is in use (or cannot be bound); pass --grpc-port <free port>, "
+            "or --grpc-port 0 to disable gRPC"
+        )
+    await server.start()
+    return server, bound

@@ -1,0 +1,40 @@
+"""Liveness, readiness and self-metrics routes.
+
+Why /readyz is separate from /healthz: the process can be up while the store is still replaying
+its spool; orchestrators should not send traffic (and load balancers should not mark it dead)
+in that window. /healthz is the only route open without a key, and it reveals nothing.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ingest.auth import require_scope
+from ingest.metrics import IngestMetrics
+from ingest.otlp.export import SpanSink
+
+
+def health_router(store: SpanSink, metrics: IngestMetrics) -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @router.get("/readyz")
+    async def readyz() -> JSONResponse:
+        try:
+            ready = bool(store.ready())
+        except Exception as exc:  # a failing probe is "not ready", with the reason, never a 500
+            return JSONResponse({"status": "not ready", "reason": type(exc).__name__}, status_code=503)
+        if ready:
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "not ready", "reason": "store is starting or stopped"}, status_code=503)
+
+    @router.get("/metrics", dependencies=[Depends(require_scope("read"))])
+    async def prometheus_metrics() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return router

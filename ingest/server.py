@@ -1,0 +1,314 @@
+"""The ingest server process: FastAPI on uvicorn (OTLP/HTTP, health, query API) plus OTLP/gRPC.
+
+Why sockets are bound before anything starts: a taken port must be a clear one-line error
+("port 4318 is in use; pass --port ...") before the store opens the database, not a uvicorn
+traceback after it. Why uvicorn's signal re-raise is disabled: after SIGINT/SIGTERM the gRPC
+server must still drain and the store must still flush; re-raising KeyboardInterrupt inside
+the loop would skip that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Generator, Sequence
+from pathlib import Path
+
+import uvicorn
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
+
+from ingest.auth import KeyRing, Principal, RequireKeyMiddleware, check_bind_policy, require_scope
+from ingest.config import Settings, load_settings
+from ingest.errors import (
+    ConfigError,
+    IngestError,
+    Internal,
+    Malformed,
+    Overloaded,
+    PortInUse,
+    TooLarge,
+    Unauthenticated,
+    UnsupportedMediaType,
+)
+from ingest.health import health_router
+from ingest.metrics import IngestMetrics
+from ingest.otlp.budget import InflightBudget, Reservation
+from ingest.otlp.decode import BodyFormat, body_format, decompress, parse_json, parse_protobuf
+from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.respond import encode, error_status
+from ingest.otlp.validate import ValidationResult, validate_request
+
+log = logging.getLogger(__name__)
+
+# `/v1/traces` is the OTLP default; the others are what some SDKs append to their base URL
+# (Langfuse: `<host>/api/public/otel`).
+OTLP_TRACES_PATHS: tuple[str, ...] = ("/v1/traces", "/api/public/otel/v1/traces")
+_SUPPORTED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "identity"})
+
+
+# ---------------------------------------------------------------------------------------------
+# The application
+# ---------------------------------------------------------------------------------------------
+
+
+def create_app(
+    settings: Settings,
+    store: SpanSink,
+    metrics: IngestMetrics,
+    routers: Sequence[tuple[str, APIRouter]] = (),
+    keyring: KeyRing | None = None,
+) -> FastAPI:
+    """The HTTP app. `routers` are (prefix, router) pairs mounted as-is, e.g. ("/api", query_router);
+    more can be added later with `app.include_router` (the auth middleware covers them too).
+
+    `app.state` holds settings, store, metrics and keyring (what `require_scope` reads).
+    """
+    keyring = keyring or KeyRing.from_settings(settings)
+    budget = InflightBudget(settings.max_inflight_bytes, settings.retry_after_s)
+    app = FastAPI(title="steplens ingest", version="0.1.0")
+    app.state.settings = settings
+    app.state.store = store
+    app.state.metrics = metrics
+    app.state.keyring = keyring
+    app.state.budget = budget
+
+    def render_error(request: Request, exc: IngestError) -> Response:
+        status = exc.mapping.http_status
+        headers: dict[str, str] = {}
+        if isinstance(exc, Overloaded):
+            headers["Retry-After"] = str(exc.retry_after)
+        if isinstance(exc, Unauthenticated):
+            headers["WWW-Authenticate"] = 'Bearer realm="steplens"'
+        if request.url.path not in OTLP_TRACES_PATHS:
+            return JSONResponse({"error": {"reason": exc.reason, "message": exc.message}}, status, headers)
+        metrics.requests.labels(transport="http", code=str(status)).inc()
+        log.info("OTLP/HTTP export answered %d (%s): %s", status, exc.reason, exc.message)
+        try:
+            fmt = body_format(request.headers.get("content-type"))
+        except UnsupportedMediaType:
+            fmt = BodyFormat.JSON
+        return Response(encode(error_status(exc), fmt), status, headers, media_type=fmt.value)
+
+    async def on_ingest_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, IngestError)
+        return render_error(request, exc)
+
+    async def on_unexpected(request: Request, exc: Exception) -> Response:
+        # Starlette re-raises after this handler, so uvicorn logs the traceback: not silent.
+        return render_error(request, Internal("internal error; see the server log"))
+
+    app.add_exception_handler(IngestError, on_ingest_error)
+    app.add_exception_handler(Exception, on_unexpected)
+    if keyring.enabled:
+        app.add_middleware(RequireKeyMiddleware, keyring=keyring, render_error=render_error)
+
+    async def export_traces(request: Request, principal: Principal = Depends(require_scope("ingest"))) -> Response:
+        fmt = body_format(request.headers.get("content-type"))
+        encoding = request.headers.get("content-encoding")
+        _check_codings(encoding)
+        reservation = Reservation(budget)
+        try:
+            raw = await _read_body(request, settings.max_body_bytes, reservation)
+            result = await asyncio.to_thread(
+                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation
+            )
+            del raw
+            response = await export_validated(result, principal.project, store, metrics)
+        finally:
+            reservation.release()
+        metrics.requests.labels(transport="http", code="200").inc()
+        return Response(encode(response, fmt), media_type=fmt.value)
+
+    for path in OTLP_TRACES_PATHS:
+        app.add_api_route(path, export_traces, methods=["POST"], include_in_schema=path == "/v1/traces")
+    app.include_router(health_router(store, metrics))
+    for prefix, router in routers:
+        app.include_router(router, prefix=prefix)
+    return app
+
+
+def _check_codings(content_encoding: str | None) -> None:
+    """Refuse an unknown Content-Encoding before reading the body (415)."""
+    for coding in (content_encoding or "").split(","):
+        coding = coding.strip().lower()
+        if coding and coding not in _SUPPORTED_CODINGS:
+            raise UnsupportedMediaType(f"Content-Encoding {coding!r} not supported; use gzip, deflate or identity")
+
+
+async def _read_body(request: Request, limit: int, reservation: Reservation) -> bytes:
+    """Read at most `limit` bytes, streaming: a huge body is refused without being buffered."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise TooLarge(f"body of {int(declared)} bytes is over the {limit} byte limit")
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            if len(body) + len(chunk) > limit:
+                raise TooLarge(f"body is over the {limit} byte limit")
+            reservation.take(len(chunk))
+            body += chunk
+    except ClientDisconnect:
+        raise Malformed("client disconnected before sending the whole body") from None
+    return bytes(body)
+
+
+def _decode_and_validate(
+    raw: bytes, fmt: BodyFormat, encoding: str | None, limit: int, reservation: Reservation
+) -> ValidationResult:
+    """CPU-bound part of an export, run in a worker thread so the event loop keeps serving."""
+    data = decompress(raw, encoding, limit)
+    if data is not raw:
+        reservation.take(len(data))
+    if fmt is BodyFormat.PROTOBUF:
+        return validate_request(parse_protobuf(data))
+    decoded = parse_json(data)
+    return validate_request(decoded.request, decoded.rejections)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running it
+# ---------------------------------------------------------------------------------------------
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, or PortInUse / ConfigError with what to do about it."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot resolve host {host!r}: {exc.strerror}; pass --host 127.0.0.1") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(f"port {port} is in use on {host}; pass --port <free port> or stop the other process") from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
+class _Uvicorn(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        """Graceful stop on SIGINT/SIGTERM, without re-raising them afterwards (see module doc)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
+
+
+class ServerStack:
+    """HTTP + gRPC receivers around an already started store, in one event loop.
+
+    `ephemeral_ports=True` binds both on free ports (tests); gRPC stays off when
+    `settings.grpc_port == 0`. The bound ports are known right after construction (HTTP) and
+    once `started` is set (gRPC).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SpanSink,
+        metrics: IngestMetrics,
+        routers: Sequence[tuple[str, APIRouter]] = (),
+        *,
+        ephemeral_ports: bool = False,
+        log_level: str = "info",
+    ) -> None:
+        check_bind_policy(settings)
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.keyring = KeyRing.from_settings(settings)
+        self.app = create_app(settings, store, metrics, routers, self.keyring)
+        self._ephemeral = ephemeral_ports
+        self.http_socket = bind_tcp(settings.host, 0 if ephemeral_ports else settings.port)
+        self.http_port: int = self.http_socket.getsockname()[1]
+        self.grpc_port: int | None = None
+        self.started = threading.Event()
+        config = uvicorn.Config(self.app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
+        self._uvicorn = _Uvicorn(config)
+
+    @property
+    def http_url(self) -> str:
+        host = self.settings.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.http_port}"
+
+    async def serve(self) -> None:
+        """Run until `request_stop()` or SIGINT/SIGTERM; in-flight exports finish first."""
+        from ingest.grpc_server import start_grpc_server
+
+        grpc_server = None
+        try:
+            if self.settings.grpc_port:
+                port = 0 if self._ephemeral else self.settings.grpc_port
+                grpc_server, self.grpc_port = await start_grpc_server(
+                    self.settings, self.store, self.metrics, self.keyring, port
+                )
+            http_task = asyncio.create_task(self._uvicorn.serve(sockets=[self.http_socket]))
+            while not self._uvicorn.started and not http_task.done():
+                await asyncio.sleep(0.01)
+            if self._uvicorn.started:
+                self.started.set()
+                log.info("steplens ingest listening: HTTP %s, gRPC port %s", self.http_url, self.grpc_port or "off")
+            await http_task
+        finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=5)
+            self.http_socket.close()
+
+    def request_stop(self) -> None:
+        """Thread-safe: ask the server to stop (uvicorn polls the flag)."""
+        self._uvicorn.should_exit = True
+
+
+def serve(
+    host: str | None = None,
+    port: int | None = None,
+    grpc_port: int | None = None,
+    db: Path | None = None,
+    config: Path | None = None,
+) -> None:
+    """Run the whole server until SIGINT/SIGTERM, then flush the store.
+
+    Raises ConfigError (PortInUse included) with a message saying what to change; `ingest.cli.serve`
+    turns that into a one-line error and exit code 2.
+    """
+    from ingest.store import SpanStore
+
+    settings = load_settings(config, host=host, port=port, grpc_port=grpc_port, db=db)
+    metrics = IngestMetrics()
+    store = SpanStore(settings, metrics)
+    routers = _query_routers(settings, store)
+    stack = ServerStack(settings, store, metrics, routers)  # binds HTTP: fails fast on a taken port
+    try:
+        store.start()
+        try:
+            asyncio.run(stack.serve())
+        finally:
+            store.stop()
+    finally:
+        stack.http_socket.close()
+
+
+def _query_routers(settings: Settings, store: object) -> list[tuple[str, APIRouter]]:
+    """The read-only query API under /api (owned by ingest.api)."""
+    from ingest.api import build_query_router
+
+    return [("/api", build_query_router(store, timeout_s=settings.query_timeout_s))]  # type: ignore[arg-type]
