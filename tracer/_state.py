@@ -1,0 +1,62 @@
+"""The process-wide "what are we tracing into" state read by the span helpers.
+
+Kept apart from `tracer.provider` so that the helpers (imported by the kernel on every run) need
+only the OpenTelemetry API: with nothing set up, the kernel never imports the SDK or an exporter.
+
+Without a handle the helpers use the API's proxy tracer and meter: a no-op until somebody installs
+a global provider, and then that provider (so users who configure OpenTelemetry themselves get our
+spans without calling `tracer.setup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opentelemetry import metrics, trace
+
+from tracer.content import ContentPolicy
+from tracer.genai_metrics import GenAIMetrics
+
+INSTRUMENTATION_NAME = "steplens"
+INSTRUMENTATION_VERSION = "0.1.0"
+
+
+@dataclass(slots=True)
+class Active:
+    tracer: trace.Tracer
+    policy: ContentPolicy | None  # None: resolve from the environment on first use
+    metrics: GenAIMetrics
+
+
+def _default() -> Active:
+    return Active(
+        tracer=trace.get_tracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION),
+        policy=None,
+        metrics=GenAIMetrics(metrics.get_meter(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION)),
+    )
+
+
+_DEFAULT = _default()
+current: Active = _DEFAULT
+
+
+def policy() -> ContentPolicy:
+    """The active content policy; without setup, built once from the environment."""
+    active = current
+    if active.policy is None:
+        from tracer.config import content_policy
+
+        active.policy = content_policy()
+    return active.policy
+
+
+def activate(tracer: trace.Tracer, policy: ContentPolicy, genai_metrics: GenAIMetrics) -> None:
+    global current
+    current = Active(tracer=tracer, policy=policy, metrics=genai_metrics)
+
+
+def deactivate() -> None:
+    """Back to the API proxies; the env-derived policy is re-read so env changes take effect."""
+    global current
+    _DEFAULT.policy = None
+    current = _DEFAULT

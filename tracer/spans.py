@@ -1,0 +1,574 @@
+"""Span helpers for the kernel: plain values in, exactly the attributes of design.md §2 out.
+
+Each helper starts a span and returns a small scope object to use in a `with` block: entering makes
+the span current (so children nest under it), the scope's `record...`/`finish`/`fail` methods add
+the outcome in one `set_attributes` call, and leaving ends the span. An exception escaping the
+block marks the span ERROR with `error.type` and a short, redacted message, and is re-raised.
+
+The hot path is cheap when tracing is off: with the no-op tracer the span is not recording, so no
+attribute dict, content string or JSON is ever built, and no context is attached for a span that
+has no valid context. Content goes through the active `ContentPolicy` (capture switch, redaction,
+size cap) and is skipped entirely when capture is off.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from tracer import _state
+from tracer import conventions as c
+from tracer.content import output_message
+
+_INTERNAL = SpanKind.INTERNAL
+_CLIENT = SpanKind.CLIENT
+
+# Span name prefixes derived from the conventions' templates ("execute_tool {tool}" → "execute_tool ").
+_RUN_PREFIX = c.SPAN_RUN.split("{", 1)[0]
+_PLAN_PREFIX = c.SPAN_PLAN.split("{", 1)[0]
+_REPLAN_PREFIX = c.SPAN_REPLAN.split("{", 1)[0]
+_STEP_PREFIX = c.SPAN_STEP.split("{", 1)[0]
+_CHAT_PREFIX = c.SPAN_CHAT.split("{", 1)[0]
+_TOOL_PREFIX = c.SPAN_TOOL.split("{", 1)[0]
+
+_BUDGET_MAX_KEYS: dict[str, str] = {
+    "max_steps": c.BUDGET_MAX_STEPS,
+    "max_input_tokens": c.BUDGET_MAX_INPUT_TOKENS,
+    "max_output_tokens": c.BUDGET_MAX_OUTPUT_TOKENS,
+    "max_cost_usd": c.BUDGET_MAX_COST_USD,
+    "max_seconds": c.BUDGET_MAX_SECONDS,
+    "max_consecutive_errors": c.BUDGET_MAX_CONSECUTIVE_ERRORS,
+    "max_consecutive_unparsable": c.BUDGET_MAX_CONSECUTIVE_UNPARSABLE,
+}
+
+
+def error_type_of(exc: BaseException) -> str:
+    """`error.type` for an exception: its own code when it carries one, else its class name."""
+    for name in ("error_type", "code"):
+        value = getattr(exc, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(exc).__name__
+
+
+def _val(value: Any) -> Any:
+    """Enums (StrEnum) become their plain value so exported attributes are plain strings."""
+    return value.value if hasattr(value, "value") and isinstance(value, str) else value
+
+
+def _start(name: str, kind: SpanKind, context: Context | None = None) -> Span:
+    return _state.current.tracer.start_span(name, context=context, kind=kind)
+
+
+class SpanScope:
+    """Base of all scopes: make the span current on enter, end it on exit, mark failures."""
+
+    __slots__ = ("_failed", "_token", "recording", "span")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.recording = span.is_recording()
+        self._token: object | None = None
+        self._failed = False
+
+    def __enter__(self) -> Any:
+        if self.recording or self.span.get_span_context().is_valid:
+            self._token = otel_context.attach(trace.set_span_in_context(self.span))
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        try:
+            if exc is not None and self.recording and not self._failed:
+                self._record_exception(exc)
+            self._on_exit(exc)
+        finally:
+            if self._token is not None:
+                otel_context.detach(self._token)
+                self._token = None
+            self.span.end()
+        return False
+
+    def _on_exit(self, exc: BaseException | None) -> None:
+        """Hook for scopes that record something when they end (metrics)."""
+
+    def _record_exception(self, exc: BaseException) -> None:
+        policy = _state.policy()
+        message = policy.short(f"{type(exc).__name__}: {exc}")
+        self._failed = True
+        self.span.set_attribute(c.ERROR_TYPE, error_type_of(exc))
+        self.span.set_status(Status(StatusCode.ERROR, message))
+        stack = "".join(traceback.format_exception(exc))
+        self.span.record_exception(
+            exc,
+            attributes={
+                "exception.message": policy.short(str(exc), 1024),
+                "exception.stacktrace": policy.short(stack, 8192),
+            },
+        )
+
+    def fail(self, error_type: str, message: str | None = None) -> None:
+        """Mark the span failed without an exception (e.g. an error observation)."""
+        self._failed = True
+        if not self.recording:
+            return
+        self.span.set_attribute(c.ERROR_TYPE, _val(error_type))
+        text = _state.policy().short(message) if message else str(_val(error_type))
+        self.span.set_status(Status(StatusCode.ERROR, text))
+
+    @property
+    def trace_id(self) -> str | None:
+        """The trace id as 32 hex digits (None when there is no valid trace, e.g. tracing off)."""
+        ctx = self.span.get_span_context()
+        return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+    @property
+    def span_id(self) -> str | None:
+        ctx = self.span.get_span_context()
+        return format(ctx.span_id, "016x") if ctx.is_valid else None
+
+
+# --------------------------------------------------------------------------------------------
+# run
+# --------------------------------------------------------------------------------------------
+
+
+class RunScope(SpanScope):
+    __slots__ = ()
+
+    def finish(
+        self,
+        *,
+        ok: bool,
+        stop_reason: str,
+        steps: int,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float | None = None,
+        answer: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """The run's outcome. A run that did not finish is ERROR with `error.type` = stop reason."""
+        if not self.recording:
+            return
+        attrs: dict[str, Any] = {
+            c.RUN_OK: bool(ok),
+            c.RUN_STOP_REASON: _val(stop_reason),
+            c.RUN_STEPS: int(steps),
+            c.USAGE_INPUT_TOKENS: int(input_tokens),
+            c.USAGE_OUTPUT_TOKENS: int(output_tokens),
+        }
+        if cost_usd is not None:
+            attrs[c.USAGE_COST_USD] = float(cost_usd)
+        if answer is not None and (text := _state.policy().text(answer)) is not None:
+            attrs[c.RUN_ANSWER] = text
+        self.span.set_attributes(attrs)
+        if not ok:
+            self.fail(_val(stop_reason), error or str(_val(stop_reason)))
+
+
+def run_span(
+    agent: str,
+    *,
+    agent_version: str | None = None,
+    agent_id: str | None = None,
+    conversation_id: str | None = None,
+    model: str | None = None,
+    mode: str = c.RunMode.LIVE,
+    budget: Mapping[str, float | int | None] | None = None,
+    task: str | None = None,
+    eval_run_id: str | None = None,
+    eval_case_id: str | None = None,
+    user_id: str | None = None,
+    context: Context | None = None,
+) -> RunScope:
+    """`invoke_agent {agent}`: one per run. The current span (e.g. a web request) is its parent.
+
+    budget: the limits keyed like the kernel's Budget fields (`max_steps`, `max_cost_usd`, ...);
+    None values (unlimited) are left out.
+    """
+    scope = RunScope(_start(_RUN_PREFIX + agent, _INTERNAL, context))
+    if scope.recording:
+        attrs: dict[str, Any] = {
+            c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
+            c.GEN_AI_AGENT_NAME: agent,
+            c.RUN_MODE: _val(mode),
+        }
+        if agent_version is not None:
+            attrs[c.GEN_AI_AGENT_VERSION] = agent_version
+        if agent_id is not None:
+            attrs[c.GEN_AI_AGENT_ID] = agent_id
+        if conversation_id is not None:
+            attrs[c.GEN_AI_CONVERSATION_ID] = conversation_id
+        if model is not None:
+            attrs[c.GEN_AI_REQUEST_MODEL] = model
+        if eval_run_id is not None:
+            attrs[c.EVAL_RUN_ID] = eval_run_id
+        if eval_case_id is not None:
+            attrs[c.EVAL_CASE_ID] = eval_case_id
+        if user_id is not None:
+            attrs[c.ENDUSER_ID] = user_id
+        if budget:
+            for key, limit in budget.items():
+                attr = _BUDGET_MAX_KEYS.get(key)
+                if attr is not None and limit is not None:
+                    attrs[attr] = limit
+        if task is not None and (text := _state.policy().text(task)) is not None:
+            attrs[c.RUN_TASK] = text
+        scope.span.set_attributes(attrs)
+    return scope
+
+
+# --------------------------------------------------------------------------------------------
+# step, budget_check, truncate
+# --------------------------------------------------------------------------------------------
+
+
+class StepScope(SpanScope):
+    __slots__ = ()
+
+    def record(
+        self,
+        *,
+        kind: str,
+        action: str | None = None,
+        parse: str | None = None,
+        thought: str | None = None,
+        observation: str | None = None,
+    ) -> None:
+        """What the step turned out to be; `observation` is the text as the model saw it."""
+        if not self.recording:
+            return
+        attrs: dict[str, Any] = {c.STEP_KIND: _val(kind)}
+        if action is not None:
+            attrs[c.STEP_ACTION] = action
+        if parse is not None:
+            attrs[c.STEP_PARSE] = _val(parse)
+        policy = _state.policy()
+        if policy.capture:
+            if thought is not None:
+                attrs[c.STEP_THOUGHT] = policy.text(thought)
+            if observation is not None:
+                attrs[c.STEP_OBSERVATION] = policy.text(observation)
+        self.span.set_attributes(attrs)
+
+
+def step_span(index: int, *, plan_version: int | None = None, plan_step_id: str | None = None) -> StepScope:
+    """`step {index}`: one loop iteration."""
+    scope = StepScope(_start(_STEP_PREFIX + str(index), _INTERNAL))
+    if scope.recording:
+        attrs: dict[str, Any] = {c.STEP_INDEX: index}
+        if plan_version is not None:
+            attrs[c.PLAN_VERSION] = plan_version
+        if plan_step_id is not None:
+            attrs[c.PLAN_STEP_ID] = plan_step_id
+        scope.span.set_attributes(attrs)
+    return scope
+
+
+def budget_check(
+    *,
+    used: Mapping[str, float | int],
+    limits: Mapping[str, float | int | None],
+    exhausted: str | None = None,
+    headroom: float = 1.0,
+) -> None:
+    """`budget_check`: an instant span under the current step, one attribute pair per budget.
+
+    used/limits are keyed by budget name (conventions.BUDGET_NAMES: steps, input_tokens, cost_usd,
+    seconds); a None limit (unlimited) is left out. `exhausted` is the stop reason, or None.
+    """
+    span = _start(c.SPAN_BUDGET_CHECK, _INTERNAL)
+    if span.is_recording():
+        attrs: dict[str, Any] = {
+            c.BUDGET_EXHAUSTED: _val(exhausted) if exhausted else "",
+            c.BUDGET_HEADROOM: float(headroom),
+        }
+        for name in c.BUDGET_NAMES:
+            value = used.get(name)
+            if value is not None:
+                attrs[c.budget_used(name)] = value
+            limit = limits.get(name)
+            if limit is not None:
+                attrs[c.budget_limit(name)] = limit
+        span.set_attributes(attrs)
+    span.end()
+
+
+class TruncateScope(SpanScope):
+    __slots__ = ("_input_tokens",)
+
+    def __init__(self, span: Span, input_tokens: int) -> None:
+        super().__init__(span)
+        self._input_tokens = input_tokens
+
+    def finish(self, *, output_tokens: int, truncated: bool | None = None) -> None:
+        if not self.recording:
+            return
+        self.span.set_attributes(
+            {
+                c.TRUNCATE_OUTPUT_TOKENS: output_tokens,
+                c.TRUNCATE_DROPPED_TOKENS: max(0, self._input_tokens - output_tokens),
+                c.TRUNCATE_TRUNCATED: bool(truncated if truncated is not None else output_tokens < self._input_tokens),
+            }
+        )
+
+
+def truncate_span(*, limit_tokens: int, input_tokens: int) -> TruncateScope:
+    """`truncate_observation`: fitting an observation into the context; finish with the result."""
+    scope = TruncateScope(_start(c.SPAN_TRUNCATE, _INTERNAL), input_tokens)
+    if scope.recording:
+        scope.span.set_attributes({c.TRUNCATE_LIMIT_TOKENS: limit_tokens, c.TRUNCATE_INPUT_TOKENS: input_tokens})
+    return scope
+
+
+# --------------------------------------------------------------------------------------------
+# chat (one per LLM attempt)
+# --------------------------------------------------------------------------------------------
+
+
+class ChatScope(SpanScope):
+    __slots__ = ("_error_type", "_input_tokens", "_output_tokens", "_provider", "_request_model",
+                 "_response_model", "_t0")
+
+    def __init__(self, span: Span, model: str, provider: str | None) -> None:
+        super().__init__(span)
+        self._t0 = time.perf_counter()
+        self._request_model = model
+        self._provider = provider
+        self._response_model: str | None = None
+        self._input_tokens: int | None = None
+        self._output_tokens: int | None = None
+        self._error_type: str | None = None
+
+    def record_response(
+        self,
+        *,
+        response_model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        finish_reasons: Iterable[str] | None = None,
+        estimated: bool = False,
+        cost_usd: float | None = None,
+        output_text: str | None = None,
+        output_tool_calls: Iterable[Any] | None = None,
+        response_id: str | None = None,
+    ) -> None:
+        """The attempt's result. `output_tool_calls` items need `id`, `name`, `arguments`."""
+        self._response_model = response_model
+        self._input_tokens = input_tokens
+        self._output_tokens = output_tokens
+        if not self.recording:
+            return
+        reasons = [str(_val(r)) for r in finish_reasons] if finish_reasons is not None else None
+        attrs: dict[str, Any] = {c.USAGE_ESTIMATED: bool(estimated)}
+        if response_model:
+            attrs[c.GEN_AI_RESPONSE_MODEL] = response_model
+        if input_tokens is not None:
+            attrs[c.GEN_AI_USAGE_INPUT_TOKENS] = int(input_tokens)
+        if output_tokens is not None:
+            attrs[c.GEN_AI_USAGE_OUTPUT_TOKENS] = int(output_tokens)
+        if reasons:
+            attrs[c.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+        if cost_usd is not None:
+            attrs[c.COST_USD] = float(cost_usd)
+        if response_id:
+            attrs[c.GEN_AI_RESPONSE_ID] = response_id
+        policy = _state.policy()
+        if policy.capture and (output_text is not None or output_tool_calls):
+            calls = list(output_tool_calls or ())
+            message = output_message(output_text, calls, reasons[0] if reasons else None)
+            attrs[c.GEN_AI_OUTPUT_MESSAGES] = policy.json([message])
+        self.span.set_attributes(attrs)
+
+    def fail(self, error_type: str, message: str | None = None) -> None:
+        self._error_type = str(_val(error_type))
+        super().fail(error_type, message)
+
+    def _on_exit(self, exc: BaseException | None) -> None:
+        if exc is not None and self._error_type is None:
+            self._error_type = error_type_of(exc)
+        _state.current.metrics.record(
+            operation=c.OP_CHAT,
+            provider=self._provider,
+            request_model=self._request_model,
+            response_model=self._response_model,
+            duration_s=time.perf_counter() - self._t0,
+            input_tokens=self._input_tokens,
+            output_tokens=self._output_tokens,
+            error_type=self._error_type,
+        )
+
+
+def chat_span(
+    *,
+    model: str,
+    provider: str | None = None,
+    attempt: int = 1,
+    fallback_from: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    input_messages: Iterable[Any] | None = None,
+) -> ChatScope:
+    """`chat {model}` (CLIENT): one LLM attempt. Messages: kernel `Message`s or OpenAI-shaped dicts."""
+    scope = ChatScope(_start(_CHAT_PREFIX + model, _CLIENT), model, provider)
+    if scope.recording:
+        attrs: dict[str, Any] = {
+            c.GEN_AI_OPERATION_NAME: c.OP_CHAT,
+            c.GEN_AI_REQUEST_MODEL: model,
+            c.LLM_ATTEMPT: attempt,
+        }
+        if provider:
+            attrs[c.GEN_AI_PROVIDER_NAME] = provider
+        if fallback_from:
+            attrs[c.LLM_FALLBACK_FROM] = fallback_from
+        if temperature is not None:
+            attrs[c.GEN_AI_REQUEST_TEMPERATURE] = float(temperature)
+        if max_tokens is not None:
+            attrs[c.GEN_AI_REQUEST_MAX_TOKENS] = int(max_tokens)
+        if input_messages is not None:
+            policy = _state.policy()
+            if policy.capture:
+                attrs[c.GEN_AI_INPUT_MESSAGES] = policy.messages(input_messages)
+        scope.span.set_attributes(attrs)
+    return scope
+
+
+# --------------------------------------------------------------------------------------------
+# execute_tool
+# --------------------------------------------------------------------------------------------
+
+
+class ToolScope(SpanScope):
+    __slots__ = ()
+
+    def finish(
+        self,
+        *,
+        decision: str = c.ToolDecision.EXECUTED,
+        result: str | None = None,
+        cost_usd: float | None = None,
+        error_type: str | None = None,
+        error_message: str | None = None,
+    ) -> None:
+        """The dispatch outcome. An `error_type` (conventions.ToolErrorCode) marks the span ERROR."""
+        if self.recording:
+            attrs: dict[str, Any] = {c.TOOL_DECISION: _val(decision)}
+            if cost_usd is not None:
+                attrs[c.COST_USD] = float(cost_usd)
+            if result is not None and (text := _state.policy().text(result)) is not None:
+                attrs[c.GEN_AI_TOOL_CALL_RESULT] = text
+            self.span.set_attributes(attrs)
+        if error_type is not None:
+            self.fail(error_type, error_message)
+
+
+def tool_span(
+    tool: str,
+    *,
+    call_id: str | None = None,
+    side_effect: bool = False,
+    risk: str | None = None,
+    timeout_s: float | None = None,
+    arguments: Any = None,
+) -> ToolScope:
+    """`execute_tool {tool}`: one dispatch. `arguments` (dict or JSON string) is content."""
+    scope = ToolScope(_start(_TOOL_PREFIX + tool, _INTERNAL))
+    if scope.recording:
+        attrs: dict[str, Any] = {
+            c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL,
+            c.GEN_AI_TOOL_NAME: tool,
+            c.GEN_AI_TOOL_TYPE: c.TOOL_TYPE_FUNCTION,
+            c.TOOL_SIDE_EFFECT: bool(side_effect),
+        }
+        if call_id:
+            attrs[c.GEN_AI_TOOL_CALL_ID] = call_id
+        if risk is not None:
+            attrs[c.TOOL_RISK] = _val(risk)
+        if timeout_s is not None:
+            attrs[c.TOOL_TIMEOUT_S] = float(timeout_s)
+        if arguments is not None and (text := _state.policy().json(arguments)) is not None:
+            attrs[c.GEN_AI_TOOL_CALL_ARGUMENTS] = text
+        scope.span.set_attributes(attrs)
+    return scope
+
+
+# --------------------------------------------------------------------------------------------
+# plan / replan (plan-and-execute)
+# --------------------------------------------------------------------------------------------
+
+
+class PlanScope(SpanScope):
+    __slots__ = ()
+
+    def record(self, *, version: int, steps: int) -> None:
+        if self.recording:
+            self.span.set_attributes({c.PLAN_VERSION: version, c.PLAN_STEPS: steps})
+
+
+def plan_span(agent: str) -> PlanScope:
+    """`plan {agent}`: producing the first plan (its chat spans nest inside)."""
+    scope = PlanScope(_start(_PLAN_PREFIX + agent, _INTERNAL))
+    if scope.recording:
+        scope.span.set_attributes({c.GEN_AI_OPERATION_NAME: c.OP_PLAN, c.GEN_AI_AGENT_NAME: agent})
+    return scope
+
+
+class ReplanScope(SpanScope):
+    __slots__ = ()
+
+    def record(
+        self,
+        *,
+        verdict: str,
+        to_version: int | None = None,
+        steps: int | None = None,
+        reexecution_cost_usd: float | None = None,
+    ) -> None:
+        if not self.recording:
+            return
+        attrs: dict[str, Any] = {c.REPLAN_VERDICT: _val(verdict)}
+        if to_version is not None:
+            attrs[c.REPLAN_TO_VERSION] = to_version
+            attrs[c.PLAN_VERSION] = to_version
+        if steps is not None:
+            attrs[c.PLAN_STEPS] = steps
+        if reexecution_cost_usd is not None:
+            attrs[c.REPLAN_REEXECUTION_COST_USD] = float(reexecution_cost_usd)
+        self.span.set_attributes(attrs)
+
+
+def replan_span(
+    agent: str,
+    *,
+    granularity: str,
+    from_version: int,
+    cause: str | None = None,
+    failed_step: str | None = None,
+) -> ReplanScope:
+    """`replan {agent}`: repairing the plan after a failed step; record the verdict."""
+    scope = ReplanScope(_start(_REPLAN_PREFIX + agent, _INTERNAL))
+    if scope.recording:
+        attrs: dict[str, Any] = {
+            c.GEN_AI_AGENT_NAME: agent,
+            c.REPLAN_GRANULARITY: _val(granularity),
+            c.REPLAN_FROM_VERSION: from_version,
+        }
+        if cause is not None:
+            attrs[c.REPLAN_CAUSE] = cause
+        if failed_step is not None:
+            attrs[c.REPLAN_FAILED_STEP] = failed_step
+        scope.span.set_attributes(attrs)
+    return scope
+
+
+def current_trace_id() -> str | None:
+    """The current trace id as hex (None outside any valid span)."""
+    ctx = trace.get_current_span().get_span_context()
+    return format(ctx.trace_id, "032x") if ctx.is_valid else None
