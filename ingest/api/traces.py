@@ -28,7 +28,7 @@ def load_trace(cur: Any, trace_id: str, projects: frozenset[str] | None) -> tupl
     runs = find_runs_by_trace(cur, trace_id, projects)
     if runs:
         run = runs[0]
-        spans = trace_spans(cur, trace_id, run["project"], run["start_time"], run["end_time"], run["span_count"])
+        spans = trace_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"], run["span_count"])
         return run, spans.rows
     project = find_trace_project(cur, trace_id, projects)
     if project is None:

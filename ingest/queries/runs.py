@@ -153,10 +153,15 @@ def list_runs(
 
 
 def find_runs_by_trace(cur: duckdb.DuckDBPyConnection, trace_id: str, projects: frozenset[str] | None) -> list[dict]:
-    """Run rows of one trace id among readable projects (normally zero or one)."""
+    """Run rows of one trace id among readable projects (normally zero or one), with `span_start` /
+    `span_end`: the extent of all the trace's spans (the root's start/end when the store has none)."""
     where = Where()
     where.add("trace_id = ?", trace_id)
     project_clause(where, projects)
-    cur.execute(f"SELECT {RUN_SELECT} FROM runs WHERE {where.sql()} ORDER BY project", where.params)
+    cur.execute(
+        f"SELECT {RUN_SELECT}, coalesce(span_start, start_time) AS span_start, coalesce(span_end, end_time) AS span_end "
+        f"FROM runs WHERE {where.sql()} ORDER BY project",
+        where.params,
+    )
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]

@@ -71,7 +71,11 @@ def trace_spans(
     end: datetime | None,
     expected_spans: int | None,
 ) -> TraceSpans:
-    """Spans of one trace of one project, using the run's time window when it is known."""
+    """Spans of one trace of one project, using the run's time window when it is known.
+
+    Pass the run's span extent (runs.span_start/span_end: min start and max end of every span seen)
+    when the store keeps it, else the root's start/end; WINDOW_SLACK pads either.
+    """
     if start is not None and end is not None:
         where = Where()
         where.add("start_time >= ?", start - WINDOW_SLACK)
