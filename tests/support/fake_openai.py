@@ -49,6 +49,7 @@ __all__ = [
     "Usage",
     "fake_openai",
     "malformed_tool_call",
+    "RawReply",
 ]
 
 _CREATED = 1_700_000_000  # fixed, so responses are deterministic
@@ -116,7 +117,18 @@ class HttpErrorReply:
     delay_s: float = 0.0
 
 
-Behaviour = TextReply | ToolCallsReply | HttpErrorReply
+@dataclass(frozen=True)
+class RawReply:
+    """Any status and body bytes, verbatim (broken JSON, HTML error pages from proxies, odd shapes)."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    media_type: str = "application/json"
+    delay_s: float = 0.0
+
+
+Behaviour = TextReply | ToolCallsReply | HttpErrorReply | RawReply
 
 
 def malformed_tool_call(name: str = "get_weather", raw_arguments: str = '{"city": "Par') -> ToolCallsReply:
@@ -241,6 +253,9 @@ class FakeOpenAI:
         behaviour, n = self._next(model)
         if behaviour.delay_s:
             await asyncio.sleep(behaviour.delay_s)
+        if isinstance(behaviour, RawReply):
+            return Response(behaviour.body, status_code=behaviour.status, headers=behaviour.headers,
+                            media_type=behaviour.media_type)
         if isinstance(behaviour, HttpErrorReply):
             return _error(behaviour)
         response_model = behaviour.response_model or model
