@@ -35,6 +35,15 @@ class IngestMetrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=r,
         )
+        self.spool_fsyncs = Counter(
+            "steplens_spool_fsyncs", "fsyncs of the write-ahead spool (one per commit group).", registry=r
+        )
+        self.spool_requests = Counter(
+            "steplens_spool_requests", "Requests made durable in the spool (shared fsyncs).", registry=r
+        )
+        self.spans_expired = Counter(
+            "steplens_spans_expired", "Spans deleted by retention (older than retention_days).", registry=r
+        )
         self.load_seconds = Histogram(
             "steplens_load_seconds", "Latency of one DuckDB load transaction.", registry=r
         )

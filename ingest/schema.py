@@ -95,7 +95,27 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 )
 """
 
+# Where the loader got to in the write-ahead spool. Updated in the SAME transaction as the spans it
+# loaded, so after a crash the replay resumes exactly after the last committed record.
+SPOOL_POSITION_DDL = """
+CREATE TABLE IF NOT EXISTS spool_position (
+    segment    BIGINT    NOT NULL,
+    "offset"   BIGINT    NOT NULL,
+    updated_at TIMESTAMP NOT NULL
+)
+"""
+
+# Incremental runs maintenance needs to know which span the row's root-derived fields came from
+# ('agent' = invoke_agent span, 'root' = parentless span of a foreign client, NULL = none seen yet)
+# and the extent of every span seen, to fall back on before the root arrives.
+RUNS_ROOT_TRACKING = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS root_kind VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_start TIMESTAMP",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_end TIMESTAMP",
+]
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
+    [SPOOL_POSITION_DDL, *RUNS_ROOT_TRACKING],
 ]

@@ -1,0 +1,249 @@
+"""One load transaction: dedup-insert a batch of normalized spans, merge their runs, move the spool mark.
+
+Everything here runs on the writer thread's connection inside ONE transaction, so the spans, the
+runs rows and the spool position can never disagree after a crash.
+
+Dedup is an anti-join, not a UNIQUE index (see ingest/schema.py for why). To keep it cheap at 10M
+rows the probe side is restricted to spans whose start_time lies within the batch's own start-time
+range (plus a small margin) and whose trace_id occurs in the batch: a retry carries the very same
+start times, and DuckDB's zone maps skip every row group outside that range. A span re-sent with a
+start time moved by more than the margin is therefore treated as a different span.
+
+Runs are maintained incrementally: only the spans this batch actually inserted are aggregated per
+trace and merged with the existing row (sums, counts, min/max, distinct models). Root-derived
+fields come from the best root candidate seen so far: an agent span (operation `agent`; the
+earliest-starting one, i.e. the outermost) beats a parentless span of a foreign client, which beats
+nothing. Until a root arrives, start/end/duration are the extent of the spans seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import duckdb
+import pyarrow as pa
+
+from ingest.store.spool import Position
+from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, OperationClass
+
+DEDUP_MARGIN = timedelta(seconds=5)
+ROOT_AGENT = "agent"
+ROOT_PARENTLESS = "root"
+
+_NEW_SPANS = """
+CREATE OR REPLACE TEMP TABLE new_spans AS
+WITH batch_once AS (
+    SELECT * FROM batch
+    QUALIFY row_number() OVER (PARTITION BY project, trace_id, span_id ORDER BY start_time) = 1
+),
+probe AS (
+    SELECT project, trace_id, span_id FROM spans
+    WHERE start_time BETWEEN $lo AND $hi
+      AND trace_id IN (SELECT DISTINCT trace_id FROM batch)
+)
+SELECT b.* FROM batch_once b ANTI JOIN probe p
+    ON p.project = b.project AND p.trace_id = b.trace_id AND p.span_id = b.span_id
+ORDER BY b.start_time
+"""
+
+_BATCH_RUNS = """
+CREATE OR REPLACE TEMP TABLE batch_runs AS
+WITH agg AS (
+    SELECT project, trace_id,
+        count(*) AS span_count,
+        count(*) FILTER (WHERE operation = $llm) AS llm_calls,
+        count(*) FILTER (WHERE operation = $tool) AS tool_calls,
+        count(*) FILTER (WHERE operation = $tool AND (status = 'ERROR' OR error_type IS NOT NULL))
+            AS tool_errors,
+        count(*) FILTER (WHERE status = 'ERROR') AS error_spans,
+        coalesce(sum(input_tokens) FILTER (WHERE operation = $llm), 0) AS input_tokens,
+        coalesce(sum(output_tokens) FILTER (WHERE operation = $llm), 0) AS output_tokens,
+        sum(cost_usd) FILTER (WHERE operation IN ($llm, $tool)) AS cost_usd,
+        list(DISTINCT model) FILTER (WHERE operation = $llm AND model IS NOT NULL) AS models,
+        min(start_time) AS span_start,
+        max(end_time) AS span_end,
+        any_value(agent_name) FILTER (WHERE agent_name IS NOT NULL) AS any_agent,
+        any_value(agent_version) FILTER (WHERE agent_version IS NOT NULL) AS any_version,
+        any_value(service) FILTER (WHERE service IS NOT NULL) AS any_service,
+        any_value(environment) FILTER (WHERE environment IS NOT NULL) AS any_environment,
+        any_value(user_id) FILTER (WHERE user_id IS NOT NULL) AS any_user,
+        any_value(conversation_id) FILTER (WHERE conversation_id IS NOT NULL) AS any_conversation
+    FROM new_spans
+    GROUP BY project, trace_id
+),
+roots AS (
+    SELECT project, trace_id,
+        CASE WHEN operation = $agent THEN 2 ELSE 1 END AS r_rank,
+        CASE WHEN operation = $agent THEN $root_agent ELSE $root_parentless END AS r_kind,
+        span_id AS r_span_id, name AS r_name, agent_name AS r_agent, agent_version AS r_version,
+        service AS r_service, environment AS r_environment, user_id AS r_user,
+        conversation_id AS r_conversation, run_mode AS r_mode, start_time AS r_start,
+        end_time AS r_end, duration_ms AS r_duration, status AS r_status, run_ok AS r_run_ok,
+        stop_reason AS r_stop_reason, run_steps AS r_steps,
+        json_extract_string(attributes, $eval_run_path) AS r_eval_run,
+        json_extract_string(attributes, $eval_case_path) AS r_eval_case
+    FROM new_spans
+    WHERE operation = $agent OR parent_span_id IS NULL
+    QUALIFY row_number() OVER (
+        PARTITION BY project, trace_id
+        ORDER BY r_rank DESC, start_time, parent_span_id IS NULL DESC, duration_ms DESC, span_id
+    ) = 1
+)
+SELECT * FROM agg LEFT JOIN roots USING (project, trace_id)
+"""
+
+_OLD_RUNS = """
+CREATE OR REPLACE TEMP TABLE old_runs AS
+SELECT o.* FROM runs o SEMI JOIN batch_runs b ON o.project = b.project AND o.trace_id = b.trace_id
+"""
+
+_MERGED_RUNS = """
+CREATE OR REPLACE TEMP TABLE merged_runs AS
+WITH w AS (
+    SELECT b.project, b.trace_id,
+        coalesce(b.r_rank, 0) > 0 AND (
+            o.trace_id IS NULL
+            OR b.r_rank > coalesce(CASE o.root_kind WHEN $root_agent THEN 2 WHEN $root_parentless THEN 1 END, 0)
+            OR (b.r_rank = CASE o.root_kind WHEN $root_agent THEN 2 WHEN $root_parentless THEN 1 END
+                AND b.r_start < o.start_time)
+        ) AS wins
+    FROM batch_runs b LEFT JOIN old_runs o ON o.project = b.project AND o.trace_id = b.trace_id
+),
+m AS (
+    SELECT project, trace_id,
+        CASE WHEN wins THEN b.r_span_id ELSE o.root_span_id END AS root_span_id,
+        CASE WHEN wins THEN b.r_kind ELSE o.root_kind END AS root_kind,
+        CASE WHEN wins THEN b.r_name ELSE o.name END AS name,
+        CASE WHEN wins THEN coalesce(b.r_agent, o.agent, b.any_agent) ELSE coalesce(o.agent, b.any_agent) END
+            AS agent,
+        CASE WHEN wins THEN coalesce(b.r_version, o.version, b.any_version)
+            ELSE coalesce(o.version, b.any_version) END AS version,
+        CASE WHEN wins THEN coalesce(b.r_service, o.service, b.any_service)
+            ELSE coalesce(o.service, b.any_service) END AS service,
+        CASE WHEN wins THEN coalesce(b.r_environment, o.environment, b.any_environment)
+            ELSE coalesce(o.environment, b.any_environment) END AS environment,
+        CASE WHEN wins THEN coalesce(b.r_user, o.user_id, b.any_user) ELSE coalesce(o.user_id, b.any_user) END
+            AS user_id,
+        CASE WHEN wins THEN coalesce(b.r_conversation, o.conversation_id, b.any_conversation)
+            ELSE coalesce(o.conversation_id, b.any_conversation) END AS conversation_id,
+        CASE WHEN wins THEN coalesce(b.r_mode, o.mode) ELSE o.mode END AS mode,
+        CASE WHEN wins THEN coalesce(b.r_eval_run, o.eval_run_id) ELSE o.eval_run_id END AS eval_run_id,
+        CASE WHEN wins THEN coalesce(b.r_eval_case, o.eval_case_id) ELSE o.eval_case_id END AS eval_case_id,
+        least(o.span_start, b.span_start) AS span_start,
+        greatest(o.span_end, b.span_end) AS span_end,
+        CASE WHEN wins THEN b.r_start WHEN o.root_kind IS NOT NULL THEN o.start_time
+            ELSE least(o.span_start, b.span_start) END AS start_time,
+        CASE WHEN wins THEN b.r_end WHEN o.root_kind IS NOT NULL THEN o.end_time
+            ELSE greatest(o.span_end, b.span_end) END AS end_time,
+        CASE WHEN wins THEN b.r_duration WHEN o.root_kind IS NOT NULL THEN o.duration_ms END AS root_duration,
+        CASE WHEN wins THEN coalesce(b.r_run_ok, b.r_status <> 'ERROR') ELSE o.ok END AS ok,
+        CASE WHEN wins THEN b.r_stop_reason ELSE o.stop_reason END AS stop_reason,
+        CASE WHEN wins THEN b.r_steps ELSE o.steps END AS steps,
+        coalesce(o.llm_calls, 0) + b.llm_calls AS llm_calls,
+        coalesce(o.tool_calls, 0) + b.tool_calls AS tool_calls,
+        coalesce(o.tool_errors, 0) + b.tool_errors AS tool_errors,
+        coalesce(o.error_spans, 0) + b.error_spans AS error_spans,
+        coalesce(o.input_tokens, 0) + b.input_tokens AS input_tokens,
+        coalesce(o.output_tokens, 0) + b.output_tokens AS output_tokens,
+        CASE WHEN o.cost_usd IS NULL THEN b.cost_usd WHEN b.cost_usd IS NULL THEN o.cost_usd
+            ELSE o.cost_usd + b.cost_usd END AS cost_usd,
+        list_sort(list_distinct(list_concat(coalesce(o.models, []::VARCHAR[]), coalesce(b.models, []::VARCHAR[]))))
+            AS models,
+        o.failure_signature AS failure_signature,
+        coalesce(o.span_count, 0) + b.span_count AS span_count
+    FROM batch_runs b JOIN w USING (project, trace_id) LEFT JOIN old_runs o USING (project, trace_id)
+)
+SELECT * EXCLUDE (root_duration),
+    coalesce(root_duration, date_diff('microsecond', start_time, end_time) / 1000.0) AS duration_ms,
+    $now AS updated_at
+FROM m
+"""
+
+_REPLACE_RUNS = [
+    "DELETE FROM runs USING merged_runs m WHERE runs.project = m.project AND runs.trace_id = m.trace_id",
+    "INSERT INTO runs BY NAME SELECT * FROM merged_runs",
+]
+
+_CLEANUP = [
+    "DROP TABLE IF EXISTS new_spans",
+    "DROP TABLE IF EXISTS batch_runs",
+    "DROP TABLE IF EXISTS old_runs",
+    "DROP TABLE IF EXISTS merged_runs",
+]
+
+_RUN_PARAMS = {
+    "llm": OperationClass.LLM.value,
+    "tool": OperationClass.TOOL.value,
+    "agent": OperationClass.AGENT.value,
+    "root_agent": ROOT_AGENT,
+    "root_parentless": ROOT_PARENTLESS,
+    "eval_run_path": f'$."{EVAL_RUN_ID}"',
+    "eval_case_path": f'$."{EVAL_CASE_ID}"',
+}
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    received: int
+    inserted: int
+
+    @property
+    def duplicates(self) -> int:
+        return self.received - self.inserted
+
+
+def ensure_position_row(conn: duckdb.DuckDBPyConnection, now: datetime) -> None:
+    conn.execute(
+        "INSERT INTO spool_position SELECT 0, 0, $now WHERE NOT EXISTS (SELECT 1 FROM spool_position)",
+        {"now": now},
+    )
+
+
+def read_position(conn: duckdb.DuckDBPyConnection) -> Position:
+    row = conn.execute('SELECT segment, "offset" FROM spool_position LIMIT 1').fetchone()
+    return Position(int(row[0]), int(row[1])) if row else Position(0, 0)
+
+
+def _set_position(conn: duckdb.DuckDBPyConnection, position: Position, now: datetime) -> None:
+    conn.execute(
+        'UPDATE spool_position SET segment = $seg, "offset" = $off, updated_at = $now',
+        {"seg": position.segment, "off": position.offset, "now": now},
+    )
+
+
+def load_batch(
+    conn: duckdb.DuckDBPyConnection, table: pa.Table | None, position: Position, now: datetime
+) -> LoadResult:
+    """Insert `table`'s new spans, merge runs and record `position`, atomically.
+
+    `table` has exactly SPANS_DDL's columns (or is None/empty: only the position moves, which is
+    how records that normalized to nothing still advance the mark).
+    """
+    received = 0 if table is None else table.num_rows
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        inserted = 0
+        if received:
+            conn.register("batch", table)
+            try:
+                lo, hi = conn.execute("SELECT min(start_time), max(start_time) FROM batch").fetchone()
+                conn.execute(_NEW_SPANS, {"lo": lo - DEDUP_MARGIN, "hi": hi + DEDUP_MARGIN})
+            finally:
+                conn.unregister("batch")
+            inserted = conn.execute("SELECT count(*) FROM new_spans").fetchone()[0]
+            if inserted:
+                conn.execute("INSERT INTO spans SELECT * FROM new_spans")
+                conn.execute(_BATCH_RUNS, _RUN_PARAMS)
+                conn.execute(_OLD_RUNS)
+                conn.execute(_MERGED_RUNS, {"root_agent": ROOT_AGENT, "root_parentless": ROOT_PARENTLESS, "now": now})
+                for statement in _REPLACE_RUNS:
+                    conn.execute(statement)
+            for statement in _CLEANUP:
+                conn.execute(statement)
+        _set_position(conn, position, now)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return LoadResult(received=received, inserted=int(inserted))

@@ -1,0 +1,53 @@
+"""Retention: delete spans and runs older than a cutoff, a bounded chunk per transaction.
+
+Why chunks: the writer thread is also the loader; one giant DELETE over months of data would hold
+it (and so every ingest ack's visibility) for a long time. Each chunk removes at most about
+`chunk_rows` rows (the oldest first), and the writer loads pending batches between chunks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+
+DEFAULT_CHUNK_ROWS = 100_000
+
+# Table names are fixed here, never user input.
+_BOUND = """
+SELECT max(start_time) FROM (
+    SELECT start_time FROM {table} WHERE start_time < $cutoff ORDER BY start_time LIMIT $n
+)
+"""
+_DELETE = "DELETE FROM {table} WHERE start_time <= $bound AND start_time < $cutoff"
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    spans_deleted: int
+    runs_deleted: int
+    done: bool  # nothing older than the cutoff is left
+
+
+def _delete_chunk(conn: duckdb.DuckDBPyConnection, table: str, cutoff: datetime, n: int) -> tuple[int, bool]:
+    bound = conn.execute(_BOUND.format(table=table), {"cutoff": cutoff, "n": n}).fetchone()[0]
+    if bound is None:
+        return 0, True
+    deleted = conn.execute(_DELETE.format(table=table), {"bound": bound, "cutoff": cutoff}).fetchone()[0]
+    return int(deleted), int(deleted) < n
+
+
+def retention_chunk(
+    conn: duckdb.DuckDBPyConnection, cutoff: datetime, chunk_rows: int = DEFAULT_CHUNK_ROWS
+) -> ChunkResult:
+    """Delete up to ~chunk_rows of the oldest spans and of the oldest runs before `cutoff`."""
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        spans, spans_done = _delete_chunk(conn, "spans", cutoff, chunk_rows)
+        runs, runs_done = _delete_chunk(conn, "runs", cutoff, chunk_rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return ChunkResult(spans, runs, spans_done and runs_done)

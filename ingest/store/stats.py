@@ -1,0 +1,26 @@
+"""A typed snapshot of the store's state, for /readyz, tests and the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    queue_bytes: int  # accepted (or being fsynced) but not yet loaded into DuckDB
+    queue_max_bytes: int
+    requests_submitted: int
+    requests_acked: int  # made durable in the spool
+    fsyncs: int  # spool fsyncs; fewer than requests_acked when group commit shares them
+    pending_records: int  # durable records waiting for the loader
+    spans_stored: int
+    spans_deduplicated: int
+    records_loaded: int
+    records_dead_lettered: int
+    spans_dead_lettered: int
+    spans_expired: int
+    runs_expired: int
+    replayed_records: int  # records replayed from the spool at the last start
+    last_commit_latency_s: float
+    last_load_latency_s: float
+    writer_error: str | None  # set when DuckDB failed fatally and loading stopped

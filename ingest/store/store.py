@@ -1,0 +1,296 @@
+"""SpanStore: the durable span store the receiver writes to and the query API reads from.
+
+Flow: `submit` frames the request into a spool record and queues it -> the committer thread appends
+a whole group and fsyncs once -> futures resolve (the 200) -> the writer thread, sole owner of the
+DuckDB write connection, loads the records in large transactions together with the spool mark.
+Memory is bounded by `queue_max_bytes` of accepted-but-not-loaded records; beyond it `submit`
+raises Overloaded instead of queueing or dropping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TypeVar
+
+import duckdb
+import pyarrow as pa
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ingest.config import Settings
+from ingest.errors import Overloaded
+from ingest.metrics import IngestMetrics
+from ingest.store.committer import CommitterClosed, GroupCommitter, PendingWrite
+from ingest.store.loading import LoadResult, ensure_position_row, read_position
+from ingest.store.migrate import migrate
+from ingest.store.reader import timed_cursor
+from ingest.store.spool import DEFAULT_SEGMENT_MAX_BYTES, Position, SpoolWriter, encode_record, list_segments
+from ingest.store.stats import StoreStats
+from ingest.store.writer import LoadItem, Normalizer, Writer, WriterHooks, count_spans, utcnow
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def default_normalizer(settings: Settings) -> Normalizer:
+    """The real normalizer with the price table loaded once (bundled, or overridden by price_file)."""
+    from ingest.normalize import spans_table
+    from tracer.pricing import PriceTable
+
+    prices = PriceTable.load(settings.price_file)
+
+    def normalize(project: str, request: ExportTraceServiceRequest, ingested_at: datetime) -> pa.Table:
+        return spans_table(project, request, ingested_at, prices=prices)
+
+    return normalize
+
+
+class SpanStore:
+    """See module docstring. Thread-safe; `submit` is loop-safe, `submit_blocking` is for threads."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: IngestMetrics | None = None,
+        *,
+        normalizer: Normalizer | None = None,
+        segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics or IngestMetrics()
+        self._normalizer = normalizer
+        self._segment_max_bytes = segment_max_bytes
+        self._lock = threading.Lock()
+        self._accepting = False
+        self._started = False
+        self._seq = 0
+        self._queue_bytes = 0
+        self._counts: dict[str, int] = dict.fromkeys(
+            (
+                "requests_acked", "fsyncs", "spans_stored", "spans_deduplicated", "records_dead_lettered",
+                "spans_dead_lettered", "records_loaded", "spans_expired", "runs_expired", "replayed_records",
+            ),
+            0,
+        )
+        self._last_commit_s = 0.0
+        self._last_load_s = 0.0
+        self._conn: duckdb.DuckDBPyConnection | None = None
+        self._read_parent: duckdb.DuckDBPyConnection | None = None
+        self._read_lock = threading.Lock()
+        self._writer: Writer | None = None
+        self._committer: GroupCommitter | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open DuckDB, migrate, replay the spool (blocking until replayed), start the threads."""
+        if self._started:
+            return
+        s = self.settings
+        s.db.parent.mkdir(parents=True, exist_ok=True)
+        spool = s.spool_path
+        spool.mkdir(parents=True, exist_ok=True)
+        normalize = self._normalizer or default_normalizer(s)
+        conn = duckdb.connect(str(s.db))
+        try:
+            migrate(conn)
+            ensure_position_row(conn, utcnow())
+            start = read_position(conn)
+            writer = Writer(
+                conn, normalize, spool,
+                WriterHooks(loaded=self._on_loaded, dead_lettered=self._on_dead_letter, retention=self._on_retention),
+                load_batch_spans=s.load_batch_spans,
+                retention_days=s.retention_days,
+                retention_interval_s=s.retention_interval_s,
+            )
+            replayed = writer.replay(start, first_seq=0)
+            position = read_position(conn)
+        except BaseException:
+            conn.close()
+            raise
+        if replayed:
+            log.info("replayed %d acknowledged spool record(s) into DuckDB", replayed)
+        self._counts["replayed_records"] = replayed
+        self._seq = replayed
+        next_segment = max([position.segment, *list_segments(spool)]) + 1
+        committer = GroupCommitter(
+            SpoolWriter(spool, next_segment, self._segment_max_bytes),
+            s.commit_interval_ms / 1000.0,
+            on_durable=self._on_durable,
+            on_failed=self._on_failed,
+            on_commit=self._on_commit,
+        )
+        self._conn, self._writer, self._committer = conn, writer, committer
+        self._read_parent = conn.cursor()
+        writer.start()
+        committer.start()
+        with self._lock:
+            self._accepting = True
+        self._started = True
+
+    def stop(self) -> None:
+        """Stop accepting, fsync what is queued, load everything acknowledged, checkpoint, close."""
+        if not self._started:
+            return
+        with self._lock:
+            self._accepting = False
+        assert self._committer is not None and self._writer is not None and self._conn is not None
+        self._committer.close()
+        self._writer.close()
+        if self._writer.failed is None:
+            try:
+                self._conn.execute("CHECKPOINT")
+            except duckdb.Error as exc:
+                log.error("checkpoint at shutdown failed (the WAL will be replayed on open): %s", exc)
+        if self._read_parent is not None:
+            self._read_parent.close()
+        self._conn.close()
+        self._started = False
+
+    def ready(self) -> bool:
+        with self._lock:
+            accepting = self._accepting
+        return accepting and self._writer is not None and self._writer.failed is None
+
+    # ---- writes -----------------------------------------------------------------------------
+
+    def _enqueue(self, project: str, request: ExportTraceServiceRequest) -> PendingWrite:
+        record = encode_record(project, request.SerializeToString())
+        nbytes = len(record)
+        nspans = count_spans(request)
+        retry_after = self.settings.retry_after_s
+        with self._lock:
+            if not self._accepting or self._committer is None:
+                raise Overloaded("the span store is not accepting writes (starting or stopping)", retry_after)
+            if self._queue_bytes + nbytes > self.settings.queue_max_bytes:
+                raise Overloaded(
+                    f"ingest queue full ({self._queue_bytes} of {self.settings.queue_max_bytes} bytes waiting "
+                    "to be loaded)",
+                    retry_after,
+                )
+            self._seq += 1
+            write = PendingWrite(record, payload=LoadItem(self._seq, project, request, None, nbytes, nspans, Position(0, 0)))
+            write.future.set_running_or_notify_cancel()  # a cancelled caller must not orphan a durable write
+            try:
+                self._committer.enqueue(write)
+            except CommitterClosed as exc:
+                raise Overloaded("the span store is shutting down", retry_after) from exc
+            self._queue_bytes += nbytes
+        self.metrics.queue_bytes.inc(nbytes)
+        return write
+
+    async def submit(self, project: str, request: ExportTraceServiceRequest) -> None:
+        """Return once the request is durable (fsynced to the spool). Raises Overloaded when full."""
+        write = self._enqueue(project, request)
+        await asyncio.wrap_future(write.future)
+
+    def submit_blocking(self, project: str, request: ExportTraceServiceRequest, timeout: float | None = None) -> None:
+        """`submit` for threads (the gRPC pool): blocks until durable."""
+        self._enqueue(project, request).future.result(timeout)
+
+    def wait_loaded(self, timeout: float) -> bool:
+        """True once everything acknowledged before the call is queryable."""
+        return self._writer is not None and self._writer.wait_loaded(timeout)
+
+    def run_write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> Future[T]:
+        """Run `fn(write_connection)` on the single writer thread (e.g. alert state updates)."""
+        if self._writer is None:
+            raise RuntimeError("the span store is not started")
+        return self._writer.call(fn)
+
+    def sweep_retention(self, timeout: float = 60.0) -> int:
+        """Run a retention sweep now (in bounded chunks on the writer); returns spans deleted."""
+        if self._writer is None:
+            raise RuntimeError("the span store is not started")
+        return self._writer.request_retention().result(timeout)
+
+    # ---- reads ------------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor on the database whose queries are interrupted after `query_timeout_s`.
+
+        The limit covers the whole `with` block; running over raises `QueryTimeout`.
+        """
+        if self._read_parent is None:
+            raise RuntimeError("the span store is not started")
+        with self._read_lock:
+            cursor = self._read_parent.cursor()
+        with timed_cursor(cursor, self.settings.query_timeout_s) as cur:
+            yield cur
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            counts = dict(self._counts)
+            queue_bytes = self._queue_bytes
+            submitted = self._seq
+        writer = self._writer
+        return StoreStats(
+            queue_bytes=queue_bytes,
+            queue_max_bytes=self.settings.queue_max_bytes,
+            requests_submitted=submitted,
+            pending_records=writer.pending_items() if writer else 0,
+            last_commit_latency_s=self._last_commit_s,
+            last_load_latency_s=self._last_load_s,
+            writer_error=None if writer is None or writer.failed is None else repr(writer.failed),
+            **counts,
+        )
+
+    # ---- hooks from the committer and writer threads ------------------------------------------
+
+    def _on_commit(self, latency: float, requests: int) -> None:
+        self.metrics.spool_fsyncs.inc()
+        self.metrics.spool_requests.inc(requests)
+        self.metrics.commit_seconds.observe(latency)
+        with self._lock:
+            self._counts["fsyncs"] += 1
+            self._counts["requests_acked"] += requests
+            self._last_commit_s = latency
+
+    def _on_durable(self, pairs: list[tuple[PendingWrite, Position]]) -> None:
+        items = []
+        for write, end in pairs:
+            item: LoadItem = write.payload
+            item.end = end
+            items.append(item)
+        assert self._writer is not None
+        self._writer.put(items)
+
+    def _on_failed(self, group: list[PendingWrite], exc: BaseException) -> None:
+        self._release(sum(len(w.record) for w in group))
+
+    def _release(self, nbytes: int) -> None:
+        if nbytes:
+            with self._lock:
+                self._queue_bytes -= nbytes
+            self.metrics.queue_bytes.dec(nbytes)
+
+    def _on_loaded(self, items: list[LoadItem], result: LoadResult, latency: float) -> None:
+        self._release(sum(i.nbytes for i in items))
+        self.metrics.spans_stored.inc(result.inserted)
+        self.metrics.spans_deduplicated.inc(result.duplicates)
+        self.metrics.load_seconds.observe(latency)
+        with self._lock:
+            self._counts["spans_stored"] += result.inserted
+            self._counts["spans_deduplicated"] += result.duplicates
+            self._counts["records_loaded"] += len(items)
+            self._last_load_s = latency
+
+    def _on_dead_letter(self, item: LoadItem, exc: BaseException) -> None:
+        self.metrics.spans_rejected.labels(reason="load_failed").inc(item.nspans)
+        with self._lock:
+            self._counts["records_dead_lettered"] += 1
+            self._counts["spans_dead_lettered"] += item.nspans
+
+    def _on_retention(self, spans: int, runs: int) -> None:
+        self.metrics.spans_expired.inc(spans)
+        with self._lock:
+            self._counts["spans_expired"] += spans
+            self._counts["runs_expired"] += runs
+

@@ -1,0 +1,371 @@
+"""The ONE thread that owns the DuckDB write connection: loads spool records, runs retention and tasks.
+
+Why a single writer (datasette style): DuckDB serializes writers anyway and concurrent write
+transactions on the same rows conflict; queueing every write through one thread removes conflicts
+by construction and lets the loader turn many small requests into large, cheap transactions.
+
+Failure policy (errors are data, nothing silent):
+- a record that cannot be parsed or normalized, or whose spans DuckDB rejects on their own, is
+  moved to `<spool>/dead/` with the error next to it, counted, logged, and the mark moves past it;
+- an environmental DuckDB error (I/O, out of memory) is retried with backoff, the records stay
+  queued (and in the spool);
+- a fatal DuckDB error stops loading (`failed` is set, readiness goes false); acknowledged records
+  stay in the spool and are replayed by the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
+
+from ingest.store.loading import LoadResult, load_batch
+from ingest.store.retention import DEFAULT_CHUNK_ROWS, retention_chunk
+from ingest.store.spool import Position, delete_segments_before, encode_record, list_segments, read_segment
+
+log = logging.getLogger(__name__)
+
+Normalizer = Callable[[str, ExportTraceServiceRequest, datetime], pa.Table]
+
+TRANSIENT_ERRORS = (duckdb.IOException, duckdb.OutOfMemoryException)
+FATAL_ERRORS = (duckdb.FatalException, duckdb.InternalException)
+
+
+@dataclass(eq=False)
+class LoadItem:
+    """One acknowledged spool record on its way into DuckDB.
+
+    Live records keep the request object (no re-parse); replayed ones carry the raw payload.
+    """
+
+    seq: int
+    project: str
+    request: ExportTraceServiceRequest | None
+    payload: bytes | None
+    nbytes: int
+    nspans: int
+    end: Position
+
+    def parsed(self) -> ExportTraceServiceRequest:
+        if self.request is not None:
+            return self.request
+        return ExportTraceServiceRequest.FromString(self.payload or b"")
+
+    def raw(self) -> bytes:
+        return self.payload if self.payload is not None else self.parsed().SerializeToString()
+
+
+@dataclass
+class WriterHooks:
+    """How the writer reports what it did (the store turns these into stats and metrics)."""
+
+    loaded: Callable[[list[LoadItem], LoadResult, float], None]
+    dead_lettered: Callable[[LoadItem, BaseException], None]
+    retention: Callable[[int, int], None]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Writer:
+    def __init__(
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        normalize: Normalizer,
+        spool_dir: Path,
+        hooks: WriterHooks,
+        load_batch_spans: int,
+        retention_days: int,
+        retention_interval_s: float,
+        retention_chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    ) -> None:
+        self._conn = conn
+        self._normalize = normalize
+        self._spool_dir = spool_dir
+        self._hooks = hooks
+        self._load_batch_spans = max(1, load_batch_spans)
+        self._retention_days = retention_days
+        self._retention_interval = max(0.0, retention_interval_s)
+        self._retention_chunk_rows = retention_chunk_rows
+        self._cond = threading.Condition()
+        self._items: deque[LoadItem] = deque()
+        self._tasks: list[tuple[Callable[[duckdb.DuckDBPyConnection], Any], Future[Any]]] = []
+        self._closing = False
+        self._handed_upto = 0
+        self._loaded_upto = 0
+        self._next_retention = time.monotonic() if retention_days > 0 else float("inf")
+        self._retention_waiters: list[Future[int]] = []
+        self._retention_active = False
+        self._retention_deleted = 0
+        self._deleted_before = 0
+        self.failed: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="steplens-duckdb-writer", daemon=True)
+
+    # ---- producer side (committer thread, store) -------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, items: list[LoadItem]) -> None:
+        with self._cond:
+            self._items.extend(items)
+            if items:
+                self._handed_upto = items[-1].seq
+            self._cond.notify_all()
+
+    def call(self, fn: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future[Any]:
+        """Run `fn(conn)` on the writer thread between loads (admin work, tests)."""
+        fut: Future[Any] = Future()
+        with self._cond:
+            if self._closing:
+                fut.set_exception(RuntimeError("the writer is closed"))
+                return fut
+            self._tasks.append((fn, fut))
+            self._cond.notify_all()
+        return fut
+
+    def request_retention(self) -> Future[int]:
+        """Start a retention sweep now; the future gets the number of spans it deleted."""
+        fut: Future[int] = Future()
+        with self._cond:
+            if self._retention_days <= 0:
+                fut.set_result(0)
+                return fut
+            self._retention_waiters.append(fut)
+            self._next_retention = time.monotonic()
+            self._cond.notify_all()
+        return fut
+
+    def wait_loaded(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            target = self._handed_upto
+            while self._loaded_upto < target:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.failed is not None:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    def pending_items(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Load everything already handed over, then stop the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    # ---- replay (called before start, on the starting thread) -------------------------------
+
+    def replay(self, start: Position, first_seq: int) -> int:
+        """Load every valid spool record after `start`; returns how many records were replayed."""
+        batch: list[LoadItem] = []
+        spans = 0
+        seq = first_seq
+        count = 0
+        for segment in list_segments(self._spool_dir):
+            if segment < start.segment:
+                continue
+            offset = start.offset if segment == start.segment else 0
+            for record in read_segment(self._spool_dir, segment, offset):
+                seq += 1
+                try:
+                    request: ExportTraceServiceRequest | None = ExportTraceServiceRequest.FromString(record.payload)
+                except Exception:  # noqa: BLE001 - _load dead-letters it with the real parse error
+                    request = None
+                n = 0 if request is None else count_spans(request)
+                # nbytes 0: replayed records were never counted in the queue budget
+                batch.append(LoadItem(seq, record.project, request, record.payload, 0, n, record.end))
+                spans += n
+                count += 1
+                if spans >= self._load_batch_spans:
+                    self._load(batch)
+                    batch, spans = [], 0
+        if batch:
+            self._load(batch)
+        with self._cond:
+            self._handed_upto = self._loaded_upto = max(self._loaded_upto, seq)
+        return count
+
+    # ---- the thread ---------------------------------------------------------------------------
+
+    def _retention_due(self) -> bool:
+        return self._retention_active or time.monotonic() >= self._next_retention
+
+    def _take_batch(self) -> list[LoadItem]:
+        batch: list[LoadItem] = []
+        spans = 0
+        while self._items and (not batch or spans + self._items[0].nspans <= self._load_batch_spans):
+            item = self._items.popleft()
+            batch.append(item)
+            spans += item.nspans
+        return batch
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (
+                    self._tasks or self._closing or (self.failed is None and (self._items or self._retention_due()))
+                ):
+                    self._cond.wait(max(0.01, min(60.0, self._next_retention - time.monotonic())))
+                tasks, self._tasks = self._tasks, []
+                batch = self._take_batch() if self.failed is None else []
+                if self._closing and not batch and not tasks and (not self._items or self.failed is not None):
+                    break
+            for fn, fut in tasks:
+                try:
+                    fut.set_result(fn(self._conn))
+                except BaseException as exc:
+                    fut.set_exception(exc)
+            if batch:
+                self._load(batch)
+            if self.failed is None and not self._closing and self._retention_due():
+                self._retention_step()
+        with self._cond:
+            waiters, self._retention_waiters = self._retention_waiters, []
+        for fut in waiters:
+            fut.set_exception(RuntimeError("the writer closed before the retention sweep finished"))
+
+    # ---- loading --------------------------------------------------------------------------
+
+    def _load(self, batch: list[LoadItem]) -> None:
+        started = time.monotonic()
+        now = utcnow()
+        parts: list[tuple[LoadItem, pa.Table | None]] = []
+        for item in batch:
+            try:
+                table = self._normalize(item.project, item.parsed(), now)
+            except Exception as exc:  # noqa: BLE001 - a poison record must not stop the loader
+                self._dead_letter(item, exc)
+                parts.append((item, None))
+                continue
+            parts.append((item, table))
+        tables = [t for _, t in parts if t is not None and t.num_rows]
+        table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+        try:
+            result = self._load_retrying(table, batch[-1].end, now)
+        except FATAL_ERRORS as exc:
+            self._fail(exc)
+            return
+        except TRANSIENT_ERRORS:
+            return  # only when closing while the database keeps failing: the spool keeps the records
+        except duckdb.Error as exc:
+            log.warning("batch of %d records rejected by DuckDB (%s); loading them one by one", len(batch), exc)
+            self._load_one_by_one(parts, now, started)
+            return
+        self._finish(batch, result, started)
+
+    def _load_one_by_one(self, parts: list[tuple[LoadItem, pa.Table | None]], now: datetime, started: float) -> None:
+        for item, table in parts:
+            try:
+                result = self._load_retrying(table, item.end, now)
+            except FATAL_ERRORS as exc:
+                self._fail(exc)
+                return
+            except TRANSIENT_ERRORS:
+                return  # closing while the database keeps failing: the spool keeps the records
+            except duckdb.Error as exc:
+                self._dead_letter(item, exc)
+                try:
+                    result = self._load_retrying(None, item.end, now)
+                except duckdb.Error as exc2:
+                    self._fail(exc2)
+                    return
+                result = LoadResult(received=0, inserted=0)
+            self._finish([item], result, started)
+
+    def _load_retrying(self, table: pa.Table | None, end: Position, now: datetime) -> LoadResult:
+        def stop(state: RetryCallState) -> bool:
+            return self._closing and state.attempt_number >= 3
+
+        def before_sleep(state: RetryCallState) -> None:
+            log.error("DuckDB load failed (attempt %d), retrying: %s", state.attempt_number, state.outcome.exception())
+
+        for attempt in Retrying(
+            retry=retry_if_exception_type(TRANSIENT_ERRORS),
+            wait=wait_exponential(multiplier=0.1, max=5),
+            stop=stop,
+            before_sleep=before_sleep,
+            reraise=True,
+        ):
+            with attempt:
+                return load_batch(self._conn, table, end, now)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _finish(self, items: list[LoadItem], result: LoadResult, started: float) -> None:
+        self._hooks.loaded(items, result, time.monotonic() - started)
+        with self._cond:
+            self._loaded_upto = max(self._loaded_upto, items[-1].seq)
+            self._cond.notify_all()
+        segment = items[-1].end.segment
+        if segment > self._deleted_before:
+            delete_segments_before(self._spool_dir, segment)
+            self._deleted_before = segment
+
+    def _dead_letter(self, item: LoadItem, exc: BaseException) -> None:
+        log.error(
+            "spool record %s/%d (project %r) cannot be loaded and goes to the dead-letter directory: %s",
+            item.end.segment, item.end.offset, item.project, exc,
+        )
+        try:
+            dead = self._spool_dir / "dead"
+            dead.mkdir(parents=True, exist_ok=True)
+            stem = f"{item.end.segment:012d}-{item.end.offset:012d}"
+            (dead / f"{stem}.rec").write_bytes(encode_record(item.project, item.raw()))
+            (dead / f"{stem}.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+        except Exception:  # noqa: BLE001 - keep loading; the log line above says what was lost
+            log.exception("could not write dead-letter record %s/%d", item.end.segment, item.end.offset)
+        self._hooks.dead_lettered(item, exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        log.critical("DuckDB failed fatally; loading stops, acknowledged data stays in the spool: %s", exc)
+        with self._cond:
+            self.failed = exc
+            self._cond.notify_all()
+
+    # ---- retention --------------------------------------------------------------------------
+
+    def _retention_step(self) -> None:
+        cutoff = utcnow() - timedelta(days=self._retention_days)
+        try:
+            chunk = retention_chunk(self._conn, cutoff, self._retention_chunk_rows)
+        except FATAL_ERRORS as exc:
+            self._fail(exc)
+            return
+        except duckdb.Error as exc:
+            log.error("retention chunk failed, will retry next interval: %s", exc)
+            chunk = None
+        if chunk is not None:
+            self._retention_deleted += chunk.spans_deleted
+            self._hooks.retention(chunk.spans_deleted, chunk.runs_deleted)
+        if chunk is not None and not chunk.done:
+            self._retention_active = True
+            return
+        self._retention_active = False
+        self._next_retention = time.monotonic() + self._retention_interval
+        with self._cond:
+            waiters, self._retention_waiters = self._retention_waiters, []
+        deleted, self._retention_deleted = self._retention_deleted, 0
+        for fut in waiters:
+            fut.set_result(deleted)
+
+
+def count_spans(request: ExportTraceServiceRequest) -> int:
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
