@@ -8,12 +8,19 @@ from kernel.llm.estimate import estimate_tokens, estimate_usage
 from kernel.llm.replay import ReplayExhausted, ReplayLLM
 from kernel.llm.resilient import CompletionOutcome, ResilientLLM
 from kernel.llm.router import Router
-from kernel.llm.scope import AttemptScope, NullAttemptScope, ScopeFactory
+from kernel.llm.scope import (
+    AttemptRequest,
+    AttemptScope,
+    NullAttemptScope,
+    ScopeFactory,
+    current_attempt_request,
+)
 from kernel.llm.scripted import Delayed, ScriptedCall, ScriptedLLM, ScriptExhausted
 
 __all__ = [
     "LLM",
     "AttemptRecord",
+    "AttemptRequest",
     "AttemptScope",
     "CompletionOutcome",
     "Delayed",
@@ -29,6 +36,7 @@ __all__ = [
     "ScriptedCall",
     "ScriptedLLM",
     "classify_exception",
+    "current_attempt_request",
     "estimate_tokens",
     "estimate_usage",
 ]

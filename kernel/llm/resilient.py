@@ -20,7 +20,14 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from tenacity.wait import wait_exponential_jitter
 
 from kernel.llm.base import LLM, AttemptRecord, LLMError, LLMUnavailable, classify_exception, describe
-from kernel.llm.scope import AttemptScope, NullAttemptScope, ScopeFactory, guarded
+from kernel.llm.scope import (
+    AttemptRequest,
+    AttemptScope,
+    NullAttemptScope,
+    ScopeFactory,
+    attempt_request,
+    guarded,
+)
 from kernel.types import LLMResponse, Message
 
 log = logging.getLogger(__name__)
@@ -186,7 +193,8 @@ class ResilientLLM:
             )
 
         started = time.perf_counter()
-        with guarded(make) as scope:
+        request = AttemptRequest(messages, tools, temperature, max_tokens)
+        with attempt_request(request), guarded(make) as scope:
             scope.record_request(messages=messages, tools=tools, temperature=temperature, max_tokens=max_tokens)
             try:
                 response = await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)

@@ -9,7 +9,9 @@ A scope factory is any callable
         -> ContextManager[AttemptScope]
 The yielded object must have `record_response(resp)` and `record_error(exc)`; it may also have
 `record_request(messages=, tools=, temperature=, max_tokens=)`, called first when present. An
-exception escaping the attempt also reaches the context manager's `__exit__`.
+exception escaping the attempt also reaches the context manager's `__exit__`. A factory that wants
+the request when it opens its span (e.g. `tracer.spans.chat_span(temperature=, max_tokens=,
+input_messages=)`) reads `current_attempt_request()`: it is set while the factory is called.
 """
 
 from __future__ import annotations
@@ -17,11 +19,40 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kernel.types import LLMResponse
+from kernel.types import LLMResponse, Message
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AttemptRequest:
+    """What one attempt sends; `temperature`/`max_tokens` None mean the adapter's defaults."""
+
+    messages: list[Message]
+    tools: list[dict] | None
+    temperature: float | None
+    max_tokens: int | None
+
+
+_CURRENT_REQUEST: ContextVar[AttemptRequest | None] = ContextVar("steplens_attempt_request", default=None)
+
+
+def current_attempt_request() -> AttemptRequest | None:
+    """The request of the attempt being opened/run (None outside `ResilientLLM`)."""
+    return _CURRENT_REQUEST.get()
+
+
+@contextmanager
+def attempt_request(request: AttemptRequest) -> Iterator[None]:
+    token = _CURRENT_REQUEST.set(request)
+    try:
+        yield
+    finally:
+        _CURRENT_REQUEST.reset(token)
 
 
 class AttemptScope(Protocol):

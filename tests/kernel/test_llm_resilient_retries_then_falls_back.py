@@ -228,3 +228,22 @@ async def test_usage_of_winning_attempt_is_recorded() -> None:
     await llm.complete(MSGS)
     assert llm.last_attempts[0].usage == Usage(input_tokens=5, output_tokens=2)
     assert llm.model == "scripted"
+
+
+async def test_factory_can_read_the_request_when_opening_its_scope() -> None:
+    from kernel.llm import current_attempt_request
+
+    seen: list[tuple] = []
+
+    @contextmanager
+    def factory(**kw: object) -> Iterator[RecordingScope]:
+        req = current_attempt_request()
+        assert req is not None
+        seen.append((kw["attempt"], req.messages[0].content, req.temperature, req.max_tokens))
+        yield RecordingScope(opened=dict(kw))
+
+    llm = ResilientLLM([ScriptedLLM([transient(), "ok"])], backoff_initial_s=0.001, attempt_scope=factory,
+                       sleep=Sleeps())
+    await llm.complete(MSGS, temperature=0.2, max_tokens=64)
+    assert seen == [(1, "hello", 0.2, 64), (2, "hello", 0.2, 64)]
+    assert current_attempt_request() is None
