@@ -6,8 +6,6 @@ UTC midnight) and empty ones are filled with zeros so a chart shows gaps as zero
 drawn across them.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta

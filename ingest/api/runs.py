@@ -1,6 +1,8 @@
-"""`GET /api/runs`: filtered, sorted, keyset-paged runs, newest first by default."""
+"""`GET /api/runs`: filtered, sorted, keyset-paged runs, newest first by default.
 
-from __future__ import annotations
+No `from __future__ import annotations` in the route modules: FastAPI must evaluate the
+`Depends(read_access)` annotations, and `read_access` is a closure variable, not a global.
+"""
 
 from collections.abc import Callable
 from typing import Annotated, Any

@@ -4,7 +4,6 @@ Unknown traces and traces of projects the caller may not read get the same 404, 
 cannot probe whether another project's trace exists.
 """
 
-from __future__ import annotations
 
 import re
 from collections.abc import Callable
