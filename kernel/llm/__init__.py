@@ -5,6 +5,7 @@ Import from here; the submodules are an implementation detail.
 
 from kernel.llm.base import LLM, AttemptRecord, LLMError, LLMUnavailable, classify_exception
 from kernel.llm.estimate import estimate_tokens, estimate_usage
+from kernel.llm.openai_compat import OpenAICompatLLM
 from kernel.llm.replay import ReplayExhausted, ReplayLLM
 from kernel.llm.resilient import CompletionOutcome, ResilientLLM
 from kernel.llm.router import Router
@@ -27,6 +28,7 @@ __all__ = [
     "LLMError",
     "LLMUnavailable",
     "NullAttemptScope",
+    "OpenAICompatLLM",
     "ReplayExhausted",
     "ReplayLLM",
     "ResilientLLM",
