@@ -87,9 +87,14 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def first_str(attrs: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    get = attrs.get
     for key in keys:
-        value = attrs.get(key)
+        value = get(key)
         if value is not None:
+            if value.__class__ is str:  # the common case, without a call
+                if value:
+                    return value
+                continue
             text = as_str(value)
             if text is not None:
                 return text
@@ -97,9 +102,12 @@ def first_str(attrs: dict[str, Any], keys: tuple[str, ...]) -> str | None:
 
 
 def first_count(attrs: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    get = attrs.get
     for key in keys:
-        value = attrs.get(key)
+        value = get(key)
         if value is not None:
+            if value.__class__ is int and value >= 0:
+                return value
             n = as_count(value)
             if n is not None:
                 return n

@@ -39,10 +39,11 @@ def any_value(value: AnyValue) -> Any:
 def attributes(kvs: Iterable[KeyValue]) -> dict[str, Any]:
     """Key/values as a dict (a repeated key keeps its last value, as OTel SDKs do)."""
     out: dict[str, Any] = {}
+    scalars = _SCALARS
     for kv in kvs:
         value = kv.value
         which = value.WhichOneof("value")
-        out[kv.key] = getattr(value, which) if which in _SCALARS else any_value(value)
+        out[kv.key] = getattr(value, which) if which in scalars else any_value(value)
     return out
 
 
