@@ -1,0 +1,37 @@
+"""Store fixtures: a real DuckDB file and spool in a tmp dir, started and stopped around each test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ingest.config import Settings
+from ingest.store import SpanStore
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    def make(**overrides: object) -> Settings:
+        values: dict[str, object] = {"db": tmp_path / "steplens.duckdb", "commit_interval_ms": 5}
+        values.update(overrides)
+        return Settings(**values)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def open_store(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., SpanStore]]:
+    """Start a SpanStore (same files each call unless `db=` is overridden); all stopped at the end."""
+    opened: list[SpanStore] = []
+
+    def open_(**overrides: object) -> SpanStore:
+        store = SpanStore(make_settings(**overrides))
+        store.start()
+        opened.append(store)
+        return store
+
+    yield open_
+    for store in opened:
+        store.stop()
