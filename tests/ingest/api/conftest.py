@@ -1,94 +1,32 @@
-"""A real steplens server (SpanStore + receiver + query API) on 127.0.0.1, port chosen at run time.
-
-Data goes in the way a client sends it (OTLP/HTTP protobuf POSTs of SDK-made spans) and comes out
-through the query API over real HTTP, so these tests cover the whole read path.
-"""
+"""Fixtures: a real steplens server per test (see harness.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ingest.api import build_query_router
-from ingest.config import ApiKey, Settings
-from ingest.metrics import IngestMetrics
-from ingest.server import ServerStack
-from ingest.store.store import SpanStore
-
-
-@dataclass
-class Server:
-    url: str
-    store: SpanStore
-    settings: Settings
-
-    def client(self, key: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-    def send(self, request: ExportTraceServiceRequest, key: str | None = None) -> None:
-        """POST one OTLP/HTTP protobuf request and wait until it is queryable."""
-        with self.client(key) as c:
-            r = c.post(
-                "/v1/traces",
-                content=request.SerializeToString(),
-                headers={"Content-Type": "application/x-protobuf"},
-            )
-        assert r.status_code == 200, r.text
-        assert self.store.wait_loaded(30), "spans were acknowledged but not loaded within 30 s"
-
-    def get(self, path: str, key: str | None = None, **params: Any) -> httpx.Response:
-        with self.client(key) as c:
-            return c.get(path, params={k: v for k, v in params.items() if v is not None})
-
-
-def _start(tmp_path: Path, api_keys: list[ApiKey], query_timeout_s: float) -> tuple[Server, ServerStack, threading.Thread]:
-    settings = Settings(
-        host="127.0.0.1",
-        grpc_port=0,
-        db=tmp_path / "steplens.duckdb",
-        api_keys=api_keys,
-        query_timeout_s=query_timeout_s,
-    )
-    metrics = IngestMetrics()
-    store = SpanStore(settings, metrics)
-    store.start()
-    router = build_query_router(store, timeout_s=settings.query_timeout_s)
-    stack = ServerStack(settings, store, metrics, [("/api", router)], ephemeral_ports=True, log_level="warning")
-    thread = threading.Thread(target=lambda: asyncio.run(stack.serve()), daemon=True)
-    thread.start()
-    if not stack.started.wait(15):
-        stack.request_stop()
-        store.stop()
-        raise RuntimeError("server did not start within 15 s")
-    return Server(stack.http_url, store, settings), stack, thread
+from ingest.config import ApiKey
+from tests.ingest.api.harness import Server, start_server, stop_server
 
 
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Any]:
     """Factory: `make_server(api_keys=[...], query_timeout_s=...)`; everything stops at teardown."""
-    started: list[tuple[Server, ServerStack, threading.Thread]] = []
+    started: list[tuple[Any, ...]] = []
 
     def make(api_keys: list[ApiKey] | None = None, query_timeout_s: float = 10.0) -> Server:
         sub = tmp_path / f"server{len(started)}"
         sub.mkdir()
-        item = _start(sub, api_keys or [], query_timeout_s)
+        item = start_server(sub, api_keys or [], query_timeout_s)
         started.append(item)
         return item[0]
 
     yield make
-    for server, stack, thread in started:
-        stack.request_stop()
-        thread.join(15)
-        server.store.stop()
+    for item in started:
+        stop_server(*item)
 
 
 @pytest.fixture
