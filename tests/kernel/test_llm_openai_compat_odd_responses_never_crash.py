@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from email.utils import formatdate
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +20,23 @@ from kernel.types import Message
 from tests.support.fake_openai import FakeOpenAI, HttpErrorReply, RawReply, TextReply
 
 MSGS = [Message(role="user", content="hello there")]
+
+
+_OPEN: list[OpenAICompatLLM] = []
+
+
+def adapter(*args: Any, **kwargs: Any) -> OpenAICompatLLM:
+    """An adapter closed after the test, so no HTTP connection outlives it."""
+    llm = OpenAICompatLLM(*args, **kwargs)
+    _OPEN.append(llm)
+    return llm
+
+
+@pytest.fixture(autouse=True)
+async def _close_adapters() -> AsyncIterator[None]:
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +59,7 @@ def completion(message: dict, **extra: object) -> bytes:
 async def _error_of(fake: FakeOpenAI, reply: RawReply | HttpErrorReply) -> LLMError:
     fake.enqueue(reply)
     with pytest.raises(LLMError) as info:
-        await OpenAICompatLLM("m", fake.base_url).complete(MSGS)
+        await adapter("m", fake.base_url).complete(MSGS)
     return info.value
 
 
@@ -57,7 +75,7 @@ async def test_broken_body_is_retried_by_the_resilient_layer(fake: FakeOpenAI) -
     async def no_sleep(_: float) -> None:
         return None
 
-    llm = ResilientLLM([OpenAICompatLLM("m", fake.base_url)], sleep=no_sleep)
+    llm = ResilientLLM([adapter("m", fake.base_url)], sleep=no_sleep)
     assert (await llm.complete(MSGS)).text == "fine"
     assert [a.error_type for a in llm.last_attempts] == ["invalid_response", None]
 
@@ -84,7 +102,7 @@ async def test_numeric_or_missing_error_codes_still_give_a_type(fake: FakeOpenAI
 async def test_content_parts_and_missing_usage_are_handled(fake: FakeOpenAI) -> None:
     fake.enqueue(RawReply(200, completion({"role": "assistant",
                                            "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]})))
-    resp = await OpenAICompatLLM("m", fake.base_url).complete(MSGS)
+    resp = await adapter("m", fake.base_url).complete(MSGS)
     assert resp.text == "Hello"
     assert resp.usage is not None and resp.usage.estimated and resp.usage.input_tokens == 3
 
@@ -92,7 +110,7 @@ async def test_content_parts_and_missing_usage_are_handled(fake: FakeOpenAI) -> 
 async def test_tool_call_without_a_name_is_a_format_error(fake: FakeOpenAI) -> None:
     fake.enqueue(RawReply(200, completion({"role": "assistant", "content": None, "tool_calls": [
         {"type": "function", "function": {"arguments": "{}"}}, {"id": "x"}]})))
-    resp = await OpenAICompatLLM("m", fake.base_url).complete(MSGS)
+    resp = await adapter("m", fake.base_url).complete(MSGS)
     assert resp.format_error is not None
     assert "no function name" in resp.format_error and "no function object" in resp.format_error
     assert resp.tool_calls[0].id == "call_0"

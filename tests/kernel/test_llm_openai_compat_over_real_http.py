@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,23 @@ from tests.support.fake_openai import (
 MSGS = [Message(role="system", content="You are terse."), Message(role="user", content="Weather in Paris?")]
 TOOLS = [{"name": "get_weather", "description": "Weather by city",
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+
+
+_OPEN: list[OpenAICompatLLM] = []
+
+
+def adapter(*args: Any, **kwargs: Any) -> OpenAICompatLLM:
+    """An adapter closed after the test, so no HTTP connection outlives it."""
+    llm = OpenAICompatLLM(*args, **kwargs)
+    _OPEN.append(llm)
+    return llm
+
+
+@pytest.fixture(autouse=True)
+async def _close_adapters() -> AsyncIterator[None]:
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +72,7 @@ class Sleeps:
 
 def chain(fake: FakeOpenAI, *models: str, **kw: object) -> tuple[ResilientLLM, Sleeps]:
     sleeps = Sleeps()
-    llms = [OpenAICompatLLM(m, fake.base_url, api_key="sk-test-secret", timeout_s=5, **kw) for m in models]
+    llms = [adapter(m, fake.base_url, api_key="sk-test-secret", timeout_s=5, **kw) for m in models]
     return ResilientLLM(llms, max_attempts_per_model=3, backoff_initial_s=0.001, backoff_max_s=0.002,
                         sleep=sleeps), sleeps
 
@@ -70,7 +88,6 @@ async def test_500_is_retried_then_several_tool_calls_are_parsed(fake: FakeOpenA
     )
     llm, sleeps = chain(fake, "gpt-x")
     resp = await llm.complete(MSGS, TOOLS)
-    await llm.aclose()
     assert resp.tool_calls == [ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"}),
                                ToolCall(id="c2", name="get_time", arguments={"tz": "CET"})]
     assert resp.format_error is None
@@ -126,7 +143,7 @@ async def test_unknown_model_404_falls_back_without_retry(fake: FakeOpenAI) -> N
 
 async def test_malformed_tool_call_json_becomes_format_error(fake: FakeOpenAI) -> None:
     fake.enqueue(malformed_tool_call("get_weather", '{"city": "Par'))
-    resp = await OpenAICompatLLM("m", fake.base_url).complete(MSGS, TOOLS)
+    resp = await adapter("m", fake.base_url).complete(MSGS, TOOLS)
     assert resp.tool_calls[0].name == "get_weather"
     assert resp.tool_calls[0].arguments == {"_raw": '{"city": "Par'}
     assert resp.format_error is not None
@@ -135,7 +152,7 @@ async def test_malformed_tool_call_json_becomes_format_error(fake: FakeOpenAI) -
 
 async def test_non_object_arguments_are_kept_raw_and_flagged(fake: FakeOpenAI) -> None:
     fake.enqueue(ToolCallsReply([ToolCallSpec("a", "[1, 2]"), ToolCallSpec("b", {"ok": True})]))
-    resp = await OpenAICompatLLM("m", fake.base_url).complete(MSGS)
+    resp = await adapter("m", fake.base_url).complete(MSGS)
     assert resp.tool_calls[0].arguments == {"_raw": "[1, 2]"}
     assert resp.tool_calls[1].arguments == {"ok": True}
     assert resp.format_error is not None and "not an object" in resp.format_error
@@ -148,7 +165,7 @@ async def test_tool_history_round_trips_in_wire_shape(fake: FakeOpenAI) -> None:
                             ToolCall(id="c2", name="bad", arguments={"_raw": "{oops"})]),
         Message(role="tool", tool_call_id="c1", name="get_weather", content="Sunny"),
     ]
-    await OpenAICompatLLM("m", fake.base_url).complete(history, temperature=0.5, max_tokens=7)
+    await adapter("m", fake.base_url).complete(history, temperature=0.5, max_tokens=7)
     sent = fake.requests[-1]
     assert sent["temperature"] == 0.5 and sent["max_tokens"] == 7
     assistant, tool = sent["messages"][2], sent["messages"][3]
@@ -160,7 +177,7 @@ async def test_tool_history_round_trips_in_wire_shape(fake: FakeOpenAI) -> None:
 
 async def test_timeout_is_retryable_and_named_after_the_exception(fake: FakeOpenAI) -> None:
     fake.enqueue(TextReply("too late", delay_s=1.0))
-    llm = OpenAICompatLLM("m", fake.base_url, timeout_s=0.1)
+    llm = adapter("m", fake.base_url, timeout_s=0.1)
     with pytest.raises(LLMError) as info:
         await llm.complete(MSGS)
     assert info.value.retryable and info.value.error_type == "ReadTimeout"
@@ -171,7 +188,7 @@ async def test_refused_connection_is_retryable(caplog: pytest.LogCaptureFixture)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    llm = OpenAICompatLLM("m", f"http://127.0.0.1:{port}/v1", api_key="sk-never-leak", timeout_s=2)
+    llm = adapter("m", f"http://127.0.0.1:{port}/v1", api_key="sk-never-leak", timeout_s=2)
     resilient = ResilientLLM([llm], max_attempts_per_model=2, backoff_initial_s=0.001, sleep=Sleeps())
     with caplog.at_level(logging.DEBUG), pytest.raises(LLMUnavailable) as info:
         await resilient.complete(MSGS)
@@ -191,8 +208,8 @@ async def test_rate_limit_retry_after_header_is_read(fake: FakeOpenAI) -> None:
 
 async def test_key_comes_from_the_named_env_var(fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_PROVIDER_KEY", "sk-from-env")
-    await OpenAICompatLLM("m", fake.base_url, api_key_env="MY_PROVIDER_KEY").complete(MSGS)
+    await adapter("m", fake.base_url, api_key_env="MY_PROVIDER_KEY").complete(MSGS)
     assert fake.request_headers[-1]["authorization"] == "Bearer sk-from-env"
     monkeypatch.delenv("MY_PROVIDER_KEY")
-    await OpenAICompatLLM("m", fake.base_url, api_key_env="MY_PROVIDER_KEY").complete(MSGS)
+    await adapter("m", fake.base_url, api_key_env="MY_PROVIDER_KEY").complete(MSGS)
     assert "authorization" not in fake.request_headers[-1]
