@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -26,3 +27,18 @@ def _no_leaked_handle() -> Iterator[None]:
     active = tracer.active_handle()
     if active is not None:
         active.shutdown(timeout_s=1.0)
+
+
+@pytest.fixture
+def memory_handle_factory() -> Iterator[Callable[..., TracingHandle]]:
+    """setup(endpoint="memory", **overrides), shut down after the test."""
+    made: list[TracingHandle] = []
+
+    def make(**overrides: Any) -> TracingHandle:
+        handle = tracer.setup(service_name="tracer-tests", endpoint="memory", **overrides)
+        made.append(handle)
+        return handle
+
+    yield make
+    for handle in made:
+        handle.shutdown(timeout_s=2.0)

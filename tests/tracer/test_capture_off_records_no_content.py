@@ -1,0 +1,74 @@
+"""With content capture off, no content attribute exists on any span; switch precedence holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracer import conventions as c
+from tracer import spans
+from tracer.config import resolve_capture
+
+
+def _run_everything() -> None:
+    with spans.run_span("a", task="the task") as run:
+        with spans.step_span(1) as step:
+            with spans.chat_span(model="m", input_messages=[{"role": "user", "content": "hi"}]) as chat:
+                chat.record_response(input_tokens=1, output_tokens=2, output_text="hello",
+                                     output_tool_calls=[{"id": "1", "name": "t", "arguments": {}}])
+            with spans.tool_span("t", call_id="1", arguments={"a": 1}) as tool:
+                tool.finish(result="r")
+            step.record(kind="tool", action="t", thought="thinking", observation="seen")
+        run.finish(ok=True, stop_reason="finish", steps=1, answer="done")
+
+
+def _content_keys(handle) -> set[str]:
+    return {k for s in handle.memory_exporter.get_finished_spans() for k in s.attributes} & c.CONTENT_ATTRIBUTES
+
+
+def test_capture_off_by_argument_leaves_no_content_attribute(memory_handle_factory):
+    handle = memory_handle_factory(capture_content=False)
+    _run_everything()
+    finished = handle.memory_exporter.get_finished_spans()
+    assert len(finished) == 4
+    assert _content_keys(handle) == set()
+    chat = next(s for s in finished if s.name == "chat m")
+    assert chat.attributes[c.GEN_AI_USAGE_OUTPUT_TOKENS] == 2  # non-content attributes still there
+
+
+def test_capture_on_by_default_records_every_content_attribute(memory_handle_factory, monkeypatch):
+    monkeypatch.delenv(c.ENV_CAPTURE_CONTENT, raising=False)
+    monkeypatch.delenv(c.ENV_OTEL_CAPTURE_CONTENT, raising=False)
+    handle = memory_handle_factory()
+    _run_everything()
+    assert _content_keys(handle) == c.CONTENT_ATTRIBUTES - {c.GEN_AI_SYSTEM_INSTRUCTIONS}
+
+
+def test_steplens_env_switches_capture_off(memory_handle_factory, monkeypatch):
+    monkeypatch.setenv(c.ENV_CAPTURE_CONTENT, "false")
+    handle = memory_handle_factory()
+    _run_everything()
+    assert _content_keys(handle) == set()
+
+
+@pytest.mark.parametrize(
+    ("argument", "steplens", "otel", "expected"),
+    [
+        (None, None, None, True),  # default on
+        (None, None, "false", False),
+        (None, None, "span_only", True),
+        (None, None, "NO_CONTENT", False),
+        (None, None, "event_only", False),  # we only record on spans
+        (None, "true", "false", True),  # ours beats the OTel variable
+        (None, "0", "true", False),
+        (True, "false", "false", True),  # the argument beats both
+        (False, "true", "true", False),
+        (None, "maybe", "false", False),  # unrecognised value is skipped, next one decides
+    ],
+)
+def test_capture_precedence(argument, steplens, otel, expected):
+    env = {}
+    if steplens is not None:
+        env[c.ENV_CAPTURE_CONTENT] = steplens
+    if otel is not None:
+        env[c.ENV_OTEL_CAPTURE_CONTENT] = otel
+    assert resolve_capture(argument, env) is expected
