@@ -47,6 +47,8 @@ Instead of the lines you may reply with one JSON object:
 and finish with {"action": "finish", "args": {"answer": "<your answer>"}}."""
 
 RAW_KEY = "_raw"
+_CUT_OFF_REASONS = ("length", "max_tokens")
+_CUT_OFF_MESSAGE = "the output was cut off at the token limit"
 FINISH_ARG = "answer"
 
 _NAME_KEYS = ("action", "tool", "name", "tool_name", "function")
@@ -66,6 +68,9 @@ _LABEL_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+_MAX_REPAIR_CHARS = 200_000
+_MAX_REPAIR_DEPTH = 64
+_BRACKETS_RE = re.compile(r"[^\[\]{}]+")
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'"}
 _NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z]+)?")
 
@@ -145,6 +150,20 @@ def _find_objects(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _repairable(text: str) -> bool:
+    """json_repair is recursive pure Python: on huge or absurdly nested input it takes seconds
+    and then gives up. Such output is garbage anyway, so it gets the strict error at once."""
+    if len(text) > _MAX_REPAIR_CHARS:
+        return False
+    depth = deepest = 0
+    for ch in _BRACKETS_RE.sub("", text):
+        depth = depth + 1 if ch in "{[" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+        if deepest > _MAX_REPAIR_DEPTH:
+            return False
+    return True
+
+
 def _loads(text: str) -> tuple[Any, bool, str | None]:
     """(value, repaired, error). Strict JSON first; then json_repair (single/smart quotes,
     trailing commas, missing braces). `error` is the strict parser's message when repair also
@@ -153,6 +172,8 @@ def _loads(text: str) -> tuple[Any, bool, str | None]:
         return json.loads(text), False, None
     except (ValueError, RecursionError) as exc:
         strict_error = str(exc)
+    if not _repairable(text):
+        return None, True, strict_error
     try:
         value = json_repair.loads(text)
     except Exception:  # json_repair is best effort; its failure is the strict error's problem
@@ -460,11 +481,16 @@ def parse_response(response: LLMResponse, *, text_is_final: bool = False) -> Par
         if response.tool_calls:
             return _parse_tool_calls(response, thought)
         parsed = parse_text(response.text)
+        cut_off = response.finish_reason in _CUT_OFF_REASONS
+        if cut_off and parsed.status == ParseStatus.REPAIRED:
+            # Repairing a cut-off output completes it with a guess (a truncated tool name, half
+            # an argument); acting on that is worse than asking again.
+            return _unparsable(f"{_CUT_OFF_MESSAGE}; the partial output was not used", thought=None)
         if parsed.status == ParseStatus.UNPARSABLE:
-            if text_is_final and thought:
+            if text_is_final and thought and not cut_off:
                 return ParsedOutput(ParseStatus.OK, final_answer=thought)
-            if response.finish_reason in ("length", "max_tokens"):
-                parsed.error = f"{parsed.error} (the output was cut off at the token limit)"
+            if cut_off:
+                parsed.error = f"{parsed.error} ({_CUT_OFF_MESSAGE})"
         return parsed
     except Exception as exc:
         return _unparsable(f"the response could not be parsed ({type(exc).__name__}: {exc})")
