@@ -9,6 +9,11 @@ stored runs (`parse_error_observation`), whatever a tool's normal output looks l
 Order of checks: unknown tool, argument schema, side-effect policy, rate limit, then the call
 under its timeout. Validation comes before the policy so a human confirming a call sees valid
 arguments; the rate limit comes after so denied or shadowed calls do not spend it.
+
+`Observation.decision` is the policy's verdict (EXECUTED for tools without side effects), also
+on calls rejected before the policy (unknown tool, bad arguments): `error.error` says what
+happened. `cost_usd` is the tool's price whenever its handler was invoked, including when it
+then failed or timed out (a paid API has usually billed the call by then).
 """
 
 from __future__ import annotations
@@ -148,8 +153,7 @@ async def _decide(tool: Tool, call: ToolCall, policy: SideEffectPolicy | None) -
         verdict = await policy.decide(tool, call)
         if not isinstance(verdict, PolicyDecision):
             raise TypeError(f"policy returned {type(verdict).__name__}, not PolicyDecision")
-        ToolDecision(verdict.decision)
-        return verdict
+        return PolicyDecision(ToolDecision(verdict.decision), str(verdict.reason or ""))
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # fail closed: a broken policy must not let side effects through

@@ -171,6 +171,13 @@ def _build_tool(
 ) -> Tool:
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"@tool needs an async function; {fn!r} is not one")
+    try:
+        get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise TypeError(
+            f"@tool could not resolve the type hints of {fn.__qualname__} ({exc}); "
+            "define argument types at module level"
+        ) from exc
     tool_name = name or fn.__name__
     desc = description if description is not None else inspect.cleandoc(fn.__doc__ or "").strip()
     model_arg = _model_arg(fn)

@@ -135,3 +135,13 @@ async def test_pending_approval_is_not_executed() -> None:
     obs = await dispatch(REG, DELETE, Later())
     assert obs.decision == ToolDecision.PENDING_APPROVAL and not obs.is_error
     assert "waiting for on-call" in obs.content and executed == []
+
+
+async def test_policy_returning_plain_string_decision_is_normalised() -> None:
+    class Loose:
+        async def decide(self, t: Tool, call: ToolCall) -> PolicyDecision:
+            return PolicyDecision("shadowed")  # type: ignore[arg-type]
+
+    executed.clear()
+    obs = await dispatch(REG, DELETE, Loose())
+    assert obs.decision == ToolDecision.SHADOWED and executed == []

@@ -123,3 +123,11 @@ def test_registry_refuses_duplicate_names() -> None:
     reg = ToolRegistry([search])
     with pytest.raises(ValueError, match="already registered"):
         reg.register(search)
+
+
+def test_unresolvable_type_hint_is_a_clear_error() -> None:
+    async def uses_local(arg: LocalModel) -> None:  # noqa: F821 - deliberately unresolvable
+        return None
+
+    with pytest.raises(TypeError, match="could not resolve the type hints"):
+        tool(uses_local)
