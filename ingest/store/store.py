@@ -29,6 +29,7 @@ from ingest.store.committer import CommitterClosed, GroupCommitter, PendingWrite
 from ingest.store.loading import LoadResult, ensure_position_row, read_position
 from ingest.store.migrate import migrate
 from ingest.store.reader import timed_cursor
+from ingest.store.retention import DEFAULT_CHUNK_ROWS
 from ingest.store.spool import DEFAULT_SEGMENT_MAX_BYTES, Position, SpoolWriter, encode_record, list_segments
 from ingest.store.stats import StoreStats
 from ingest.store.writer import LoadItem, Normalizer, Writer, WriterHooks, count_spans, utcnow
@@ -61,11 +62,13 @@ class SpanStore:
         *,
         normalizer: Normalizer | None = None,
         segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
+        retention_chunk_rows: int = DEFAULT_CHUNK_ROWS,
     ) -> None:
         self.settings = settings
         self.metrics = metrics or IngestMetrics()
         self._normalizer = normalizer
         self._segment_max_bytes = segment_max_bytes
+        self._retention_chunk_rows = retention_chunk_rows
         self._lock = threading.Lock()
         self._accepting = False
         self._started = False
@@ -108,6 +111,7 @@ class SpanStore:
                 load_batch_spans=s.load_batch_spans,
                 retention_days=s.retention_days,
                 retention_interval_s=s.retention_interval_s,
+                retention_chunk_rows=self._retention_chunk_rows,
             )
             replayed = writer.replay(start, first_seq=0)
             position = read_position(conn)

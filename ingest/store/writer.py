@@ -310,14 +310,14 @@ class Writer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _finish(self, items: list[LoadItem], result: LoadResult, started: float) -> None:
-        self._hooks.loaded(items, result, time.monotonic() - started)
-        with self._cond:
-            self._loaded_upto = max(self._loaded_upto, items[-1].seq)
-            self._cond.notify_all()
         segment = items[-1].end.segment
         if segment > self._deleted_before:
             delete_segments_before(self._spool_dir, segment)
             self._deleted_before = segment
+        self._hooks.loaded(items, result, time.monotonic() - started)
+        with self._cond:
+            self._loaded_upto = max(self._loaded_upto, items[-1].seq)
+            self._cond.notify_all()
 
     def _dead_letter(self, item: LoadItem, exc: BaseException) -> None:
         log.error(

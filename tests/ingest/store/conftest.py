@@ -23,11 +23,12 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
 
 @pytest.fixture
 def open_store(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., SpanStore]]:
-    """Start a SpanStore (same files each call unless `db=` is overridden); all stopped at the end."""
+    """Start a SpanStore on the test's files; settings as keyword overrides, `store_kwargs` for the
+    constructor. Every store opened is stopped at the end."""
     opened: list[SpanStore] = []
 
-    def open_(**overrides: object) -> SpanStore:
-        store = SpanStore(make_settings(**overrides))
+    def open_(store_kwargs: dict[str, object] | None = None, **overrides: object) -> SpanStore:
+        store = SpanStore(make_settings(**overrides), **(store_kwargs or {}))  # type: ignore[arg-type]
         store.start()
         opened.append(store)
         return store
