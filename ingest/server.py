@@ -295,7 +295,7 @@ def serve(
     settings = load_settings(config, host=host, port=port, grpc_port=grpc_port, db=db)
     metrics = IngestMetrics()
     store = SpanStore(settings, metrics)
-    routers = _query_routers(settings, store)
+    routers = query_routers(settings, store)
     stack = ServerStack(settings, store, metrics, routers)  # binds HTTP: fails fast on a taken port
     try:
         store.start()
@@ -307,8 +307,8 @@ def serve(
         stack.http_socket.close()
 
 
-def _query_routers(settings: Settings, store: object) -> list[tuple[str, APIRouter]]:
-    """The read-only query API under /api (owned by ingest.api)."""
+def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRouter]]:
+    """The read-only query API under /api (owned by ingest.api), as `serve` mounts it."""
     from ingest.api import build_query_router
 
     return [("/api", build_query_router(store, timeout_s=settings.query_timeout_s))]  # type: ignore[arg-type]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import os
+import struct
+import zlib
 from collections.abc import Callable
 
 import pytest
@@ -59,3 +61,31 @@ def make_request() -> Callable[..., ExportTraceServiceRequest]:
 @pytest.fixture
 def otlp_json() -> Callable[[ExportTraceServiceRequest], dict]:
     return to_otlp_json
+
+
+def build_gzip_bomb(total_mib: int = 1024) -> bytes:
+    """A valid gzip stream of `total_mib` MiB of zeros (~1 KiB per MiB), built without ever holding
+    or deflating the whole: after a full flush, deflating the same 1 MiB block yields the same bytes,
+    so the body is header + first block + the repeated block + an empty final block + trailer."""
+    block = bytes(1024 * 1024)
+    comp = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    first = comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH)
+    repeated = comp.compress(block) + comp.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(total_mib):
+        crc = zlib.crc32(block, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    final_empty_block = b"\x03\x00"
+    trailer = struct.pack("<II", crc, (total_mib * len(block)) & 0xFFFFFFFF)
+    return header + first + repeated * (total_mib - 1) + final_empty_block + trailer
+
+
+@pytest.fixture(scope="session")
+def gzip_bomb() -> bytes:
+    """1 GiB of zeros, gzip-compressed to about 1 MiB."""
+    return build_gzip_bomb(1024)
+
+
+@pytest.fixture
+def gzip_bomb_builder() -> Callable[[int], bytes]:
+    return build_gzip_bomb
