@@ -34,17 +34,21 @@ SECRET_KEY_NAMES = re.compile(
     r"private[_-]?key)$"
 )
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+# (pattern, replacement, hints): the regex runs only if one hint occurs in the text (hints in
+# lower case are searched in the lower-cased text). Substring tests are far cheaper than a regex
+# scan, and clean text is the common case.
+_Repl = str | Callable[[re.Match[str]], str]
+_PATTERNS: tuple[tuple[re.Pattern[str], _Repl, tuple[str, ...], bool], ...] = (
     # `Authorization: Bearer xyz`, `bearer xyz`
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer " + _marker("token")),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer " + _marker("token"), ("bearer",), True),
     # OpenAI / Anthropic style keys: sk-..., sk-proj-..., sk-ant-...
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), _marker("api_key")),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), _marker("api_key"), ("sk-",), False),
     # AWS access key ids
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _marker("aws_key")),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _marker("aws_key"), ("AKIA", "ASIA"), False),
     # GitHub, Google, Slack tokens
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _marker("github_token")),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), _marker("google_key")),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), _marker("slack_token")),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _marker("github_token"), ("gh",), False),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), _marker("google_key"), ("AIza",), False),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), _marker("slack_token"), ("xox",), False),
     # Generic `api_key=...`, `password: "..."`, `"token": "..."` (keeps the key, hides the value)
     (
         re.compile(
@@ -52,16 +56,21 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], .
             r"auth[_-]?token|token|password|passwd|pwd)\b[\"']?\s*[:=]\s*[\"']?)([^\s\"'&,;}]+)"
         ),
         lambda m: m.group(1) + _marker("secret"),
+        ("key", "secret", "token", "passw", "pwd"),
+        True,
     ),
     # E-mail addresses
     (
         re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
         _marker("email"),
+        ("@",),
+        False,
     ),
 )
 
 # 13 to 19 digits, optionally separated by single spaces or dashes.
-_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_CARD = re.compile(r"(?<![0-9-])[0-9](?:[ -]?[0-9]){12,18}(?![0-9-])")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def luhn_valid(digits: str) -> bool:
@@ -86,8 +95,19 @@ def _card_sub(m: re.Match[str]) -> str:
 
 def default_redact(text: str) -> str:
     """Apply the default patterns. Cheap on clean text: each pattern is one C-level scan."""
-    for pattern, repl in _PATTERNS:
-        text = pattern.sub(repl, text)
+    lower: str | None = None
+    for pattern, repl, hints, folded in _PATTERNS:
+        if folded:
+            if lower is None:
+                lower = text.lower()
+            haystack = lower
+        else:
+            haystack = text
+        if any(h in haystack for h in hints):
+            text = pattern.sub(repl, text)
+            lower = None
+    if len(text) - len(text.translate(_NO_DIGITS)) < 13:  # a card needs 13+ digits: skip the scan
+        return text
     return _CARD.sub(_card_sub, text)
 
 
