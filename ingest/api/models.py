@@ -132,10 +132,10 @@ def _parse_json(v: Any, empty: Any) -> Any:
 
 
 class Trace(BaseModel):
-    """A trace: its run (null while no run row exists for it yet) and all spans in tree order."""
+    """A trace: its run and all its spans as a flat list in tree order (see Span)."""
 
     trace_id: str
-    run: Run | None
+    run: Run
     spans: list[Span]
 
 

@@ -17,22 +17,23 @@ from ingest.api.models import Run, Span, Trace
 from ingest.api.params import TraceParams
 from ingest.api.tree import order_as_tree
 from ingest.queries.runs import find_runs_by_trace
-from ingest.queries.traces import find_trace_project, trace_spans
+from ingest.queries.traces import trace_spans
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
 def load_trace(cur: Any, trace_id: str, projects: frozenset[str] | None) -> tuple[dict | None, list[dict]]:
-    """The run row (or None) and span rows of a trace; ([], None) when nothing readable exists."""
+    """The run row and span rows of a trace; (None, []) when no readable run has this id.
+
+    The store writes a trace's runs row in the same transaction as its spans, so "no run row"
+    means "no such trace" and a 404 never costs a full scan of the spans table.
+    """
     runs = find_runs_by_trace(cur, trace_id, projects)
-    if runs:
-        run = runs[0]
-        spans = trace_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"], run["span_count"])
-        return run, spans.rows
-    project = find_trace_project(cur, trace_id, projects)
-    if project is None:
+    if not runs:
         return None, []
-    return None, trace_spans(cur, trace_id, project, None, None, None).rows
+    run = runs[0]
+    spans = trace_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"], run["span_count"])
+    return run, spans.rows
 
 
 def add_trace_routes(
@@ -54,7 +55,7 @@ def add_trace_routes(
         tid = trace_id.lower()
         projects = access.narrow(params.project)
         run, rows = run_read(store, lambda cur: load_trace(cur, tid, projects), timeout_s)
-        if run is None and not rows:
+        if run is None:
             raise HTTPException(404, f"trace {tid} not found")
         spans = [Span.model_validate(r) for r in order_as_tree(rows)]
-        return Trace(trace_id=tid, run=Run.model_validate(run) if run else None, spans=spans)
+        return Trace(trace_id=tid, run=Run.model_validate(run), spans=spans)

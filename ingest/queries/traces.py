@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from ingest.queries.filters import Where, project_clause
+from ingest.queries.filters import Where
 
 # Tolerance around the run's [start, end] for client clock skew between processes of one trace.
 WINDOW_SLACK = timedelta(minutes=5)
@@ -89,13 +89,3 @@ def trace_spans(
     where.add("project = ?", project)
     where.add("trace_id = ?", trace_id)
     return TraceSpans(rows=_fetch(cur, where), used_window=False)
-
-
-def find_trace_project(cur: duckdb.DuckDBPyConnection, trace_id: str, projects: frozenset[str] | None) -> str | None:
-    """The project holding spans of a trace that has no run row yet (full scan: rare path)."""
-    where = Where()
-    where.add("trace_id = ?", trace_id)
-    project_clause(where, projects)
-    cur.execute(f"SELECT project FROM spans WHERE {where.sql()} GROUP BY project ORDER BY project LIMIT 1", where.params)
-    row = cur.fetchone()
-    return None if row is None else row[0]
