@@ -196,12 +196,19 @@ class ContentPolicy:
                 value = json.loads(value)
             except ValueError:
                 return self.text(value)
-        return fit_json(_redact_tree(value, self.redact), self.max_bytes)
+        try:
+            return fit_json(_redact_tree(value, self.redact), self.max_bytes)
+        except Exception as exc:  # noqa: BLE001 - e.g. a circular structure: say so, never crash
+            return f"[steplens: content not serializable: {type(exc).__name__}]"
 
     def messages(self, messages: Iterable[Any] | None) -> str | None:
         if not self.capture or messages is None:
             return None
-        return self.json([genai_message(m) for m in messages])
+        try:
+            shaped = [genai_message(m) for m in messages]
+        except Exception as exc:  # noqa: BLE001 - an odd message object must not break the run
+            return f"[steplens: messages not readable: {type(exc).__name__}]"
+        return self.json(shaped)
 
     def short(self, value: str, limit: int = 256) -> str:
         """A status message or exception text: always redacted (even with capture off), kept short."""

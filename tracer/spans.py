@@ -13,6 +13,7 @@ size cap) and is skipped entirely when capture is off.
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from collections.abc import Iterable, Mapping
@@ -26,6 +27,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from tracer import _state
 from tracer import conventions as c
 from tracer.content import output_message
+
+_log = logging.getLogger(__name__)
 
 _INTERNAL = SpanKind.INTERNAL
 _CLIENT = SpanKind.CLIENT
@@ -63,6 +66,25 @@ def _val(value: Any) -> Any:
     return value.value if hasattr(value, "value") and isinstance(value, str) else value
 
 
+def _float(value: Any) -> float | None:
+    """Numbers become float; anything else becomes None, which the SDK drops with a warning
+    (a numeric attribute that is sometimes a string would break ingest's columns)."""
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _set(span: Span, attrs: dict[str, Any]) -> None:
+    """One set_attributes call; values that were not numbers where numbers belong are left out."""
+    if None in attrs.values():
+        dropped = [k for k, v in attrs.items() if v is None]
+        _log.warning("steplens: attributes %s had values of the wrong type and were left out", dropped)
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+    span.set_attributes(attrs)
+
+
 def _start(name: str, kind: SpanKind, context: Context | None = None) -> Span:
     return _state.current.tracer.start_span(name, context=context, kind=kind)
 
@@ -88,6 +110,8 @@ class SpanScope:
             if exc is not None and self.recording and not self._failed:
                 self._record_exception(exc)
             self._on_exit(exc)
+        except Exception:  # noqa: BLE001 - tracing must never break the agent's run
+            _log.warning("steplens: recording the end of span %r failed", self.span, exc_info=True)
         finally:
             if self._token is not None:
                 otel_context.detach(self._token)
@@ -160,15 +184,15 @@ class RunScope(SpanScope):
         attrs: dict[str, Any] = {
             c.RUN_OK: bool(ok),
             c.RUN_STOP_REASON: _val(stop_reason),
-            c.RUN_STEPS: int(steps),
-            c.USAGE_INPUT_TOKENS: int(input_tokens),
-            c.USAGE_OUTPUT_TOKENS: int(output_tokens),
+            c.RUN_STEPS: _int(steps),
+            c.USAGE_INPUT_TOKENS: _int(input_tokens),
+            c.USAGE_OUTPUT_TOKENS: _int(output_tokens),
         }
         if cost_usd is not None:
-            attrs[c.USAGE_COST_USD] = float(cost_usd)
+            attrs[c.USAGE_COST_USD] = _float(cost_usd)
         if answer is not None and (text := _state.policy().text(answer)) is not None:
             attrs[c.RUN_ANSWER] = text
-        self.span.set_attributes(attrs)
+        _set(self.span, attrs)
         if not ok:
             self.fail(_val(stop_reason), error or str(_val(stop_reason)))
 
@@ -193,7 +217,7 @@ def run_span(
     budget: the limits keyed like the kernel's Budget fields (`max_steps`, `max_cost_usd`, ...);
     None values (unlimited) are left out.
     """
-    scope = RunScope(_start(_RUN_PREFIX + agent, _INTERNAL, context))
+    scope = RunScope(_start(_RUN_PREFIX + str(agent), _INTERNAL, context))
     if scope.recording:
         attrs: dict[str, Any] = {
             c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
@@ -221,7 +245,7 @@ def run_span(
                     attrs[attr] = limit
         if task is not None and (text := _state.policy().text(task)) is not None:
             attrs[c.RUN_TASK] = text
-        scope.span.set_attributes(attrs)
+        _set(scope.span, attrs)
     return scope
 
 
@@ -256,7 +280,7 @@ class StepScope(SpanScope):
                 attrs[c.STEP_THOUGHT] = policy.text(thought)
             if observation is not None:
                 attrs[c.STEP_OBSERVATION] = policy.text(observation)
-        self.span.set_attributes(attrs)
+        _set(self.span, attrs)
 
 
 def step_span(index: int, *, plan_version: int | None = None, plan_step_id: str | None = None) -> StepScope:
@@ -268,7 +292,7 @@ def step_span(index: int, *, plan_version: int | None = None, plan_step_id: str 
             attrs[c.PLAN_VERSION] = plan_version
         if plan_step_id is not None:
             attrs[c.PLAN_STEP_ID] = plan_step_id
-        scope.span.set_attributes(attrs)
+        _set(scope.span, attrs)
     return scope
 
 
@@ -288,7 +312,7 @@ def budget_check(
     if span.is_recording():
         attrs: dict[str, Any] = {
             c.BUDGET_EXHAUSTED: _val(exhausted) if exhausted else "",
-            c.BUDGET_HEADROOM: float(headroom),
+            c.BUDGET_HEADROOM: _float(headroom),
         }
         for name in c.BUDGET_NAMES:
             value = used.get(name)
@@ -297,7 +321,7 @@ def budget_check(
             limit = limits.get(name)
             if limit is not None:
                 attrs[c.budget_limit(name)] = limit
-        span.set_attributes(attrs)
+        _set(span, attrs)
     span.end()
 
 
@@ -311,12 +335,17 @@ class TruncateScope(SpanScope):
     def finish(self, *, output_tokens: int, truncated: bool | None = None) -> None:
         if not self.recording:
             return
-        self.span.set_attributes(
+        out, given = _int(output_tokens), _int(self._input_tokens)
+        dropped = max(0, given - out) if out is not None and given is not None else None
+        if truncated is None:
+            truncated = bool(dropped)
+        _set(
+            self.span,
             {
-                c.TRUNCATE_OUTPUT_TOKENS: output_tokens,
-                c.TRUNCATE_DROPPED_TOKENS: max(0, self._input_tokens - output_tokens),
-                c.TRUNCATE_TRUNCATED: bool(truncated if truncated is not None else output_tokens < self._input_tokens),
-            }
+                c.TRUNCATE_OUTPUT_TOKENS: out,
+                c.TRUNCATE_DROPPED_TOKENS: dropped,
+                c.TRUNCATE_TRUNCATED: bool(truncated),
+            },
         )
 
 
@@ -324,7 +353,7 @@ def truncate_span(*, limit_tokens: int, input_tokens: int) -> TruncateScope:
     """`truncate_observation`: fitting an observation into the context; finish with the result."""
     scope = TruncateScope(_start(c.SPAN_TRUNCATE, _INTERNAL), input_tokens)
     if scope.recording:
-        scope.span.set_attributes({c.TRUNCATE_LIMIT_TOKENS: limit_tokens, c.TRUNCATE_INPUT_TOKENS: input_tokens})
+        _set(scope.span, {c.TRUNCATE_LIMIT_TOKENS: _int(limit_tokens), c.TRUNCATE_INPUT_TOKENS: _int(input_tokens)})
     return scope
 
 
@@ -366,18 +395,20 @@ class ChatScope(SpanScope):
         self._output_tokens = output_tokens
         if not self.recording:
             return
+        if isinstance(finish_reasons, str):
+            finish_reasons = (finish_reasons,)
         reasons = [str(_val(r)) for r in finish_reasons] if finish_reasons is not None else None
         attrs: dict[str, Any] = {c.USAGE_ESTIMATED: bool(estimated)}
         if response_model:
             attrs[c.GEN_AI_RESPONSE_MODEL] = response_model
         if input_tokens is not None:
-            attrs[c.GEN_AI_USAGE_INPUT_TOKENS] = int(input_tokens)
+            attrs[c.GEN_AI_USAGE_INPUT_TOKENS] = _int(input_tokens)
         if output_tokens is not None:
-            attrs[c.GEN_AI_USAGE_OUTPUT_TOKENS] = int(output_tokens)
+            attrs[c.GEN_AI_USAGE_OUTPUT_TOKENS] = _int(output_tokens)
         if reasons:
             attrs[c.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
         if cost_usd is not None:
-            attrs[c.COST_USD] = float(cost_usd)
+            attrs[c.COST_USD] = _float(cost_usd)
         if response_id:
             attrs[c.GEN_AI_RESPONSE_ID] = response_id
         policy = _state.policy()
@@ -385,7 +416,7 @@ class ChatScope(SpanScope):
             calls = list(output_tool_calls or ())
             message = output_message(output_text, calls, reasons[0] if reasons else None)
             attrs[c.GEN_AI_OUTPUT_MESSAGES] = policy.json([message])
-        self.span.set_attributes(attrs)
+        _set(self.span, attrs)
 
     def fail(self, error_type: str, message: str | None = None) -> None:
         self._error_type = str(_val(error_type))
@@ -417,11 +448,11 @@ def chat_span(
     input_messages: Iterable[Any] | None = None,
 ) -> ChatScope:
     """`chat {model}` (CLIENT): one LLM attempt. Messages: kernel `Message`s or OpenAI-shaped dicts."""
-    scope = ChatScope(_start(_CHAT_PREFIX + model, _CLIENT), model, provider)
+    scope = ChatScope(_start(_CHAT_PREFIX + str(model), _CLIENT), model, provider)
     if scope.recording:
         attrs: dict[str, Any] = {
             c.GEN_AI_OPERATION_NAME: c.OP_CHAT,
-            c.GEN_AI_REQUEST_MODEL: model,
+            c.GEN_AI_REQUEST_MODEL: str(model),
             c.LLM_ATTEMPT: attempt,
         }
         if provider:
@@ -429,14 +460,14 @@ def chat_span(
         if fallback_from:
             attrs[c.LLM_FALLBACK_FROM] = fallback_from
         if temperature is not None:
-            attrs[c.GEN_AI_REQUEST_TEMPERATURE] = float(temperature)
+            attrs[c.GEN_AI_REQUEST_TEMPERATURE] = _float(temperature)
         if max_tokens is not None:
-            attrs[c.GEN_AI_REQUEST_MAX_TOKENS] = int(max_tokens)
+            attrs[c.GEN_AI_REQUEST_MAX_TOKENS] = _int(max_tokens)
         if input_messages is not None:
             policy = _state.policy()
             if policy.capture:
                 attrs[c.GEN_AI_INPUT_MESSAGES] = policy.messages(input_messages)
-        scope.span.set_attributes(attrs)
+        _set(scope.span, attrs)
     return scope
 
 
@@ -461,10 +492,10 @@ class ToolScope(SpanScope):
         if self.recording:
             attrs: dict[str, Any] = {c.TOOL_DECISION: _val(decision)}
             if cost_usd is not None:
-                attrs[c.COST_USD] = float(cost_usd)
+                attrs[c.COST_USD] = _float(cost_usd)
             if result is not None and (text := _state.policy().text(result)) is not None:
                 attrs[c.GEN_AI_TOOL_CALL_RESULT] = text
-            self.span.set_attributes(attrs)
+            _set(self.span, attrs)
         if error_type is not None:
             self.fail(error_type, error_message)
 
@@ -479,7 +510,7 @@ def tool_span(
     arguments: Any = None,
 ) -> ToolScope:
     """`execute_tool {tool}`: one dispatch. `arguments` (dict or JSON string) is content."""
-    scope = ToolScope(_start(_TOOL_PREFIX + tool, _INTERNAL))
+    scope = ToolScope(_start(_TOOL_PREFIX + str(tool), _INTERNAL))
     if scope.recording:
         attrs: dict[str, Any] = {
             c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL,
@@ -492,10 +523,10 @@ def tool_span(
         if risk is not None:
             attrs[c.TOOL_RISK] = _val(risk)
         if timeout_s is not None:
-            attrs[c.TOOL_TIMEOUT_S] = float(timeout_s)
+            attrs[c.TOOL_TIMEOUT_S] = _float(timeout_s)
         if arguments is not None and (text := _state.policy().json(arguments)) is not None:
             attrs[c.GEN_AI_TOOL_CALL_ARGUMENTS] = text
-        scope.span.set_attributes(attrs)
+        _set(scope.span, attrs)
     return scope
 
 
@@ -509,14 +540,14 @@ class PlanScope(SpanScope):
 
     def record(self, *, version: int, steps: int) -> None:
         if self.recording:
-            self.span.set_attributes({c.PLAN_VERSION: version, c.PLAN_STEPS: steps})
+            _set(self.span, {c.PLAN_VERSION: _int(version), c.PLAN_STEPS: _int(steps)})
 
 
 def plan_span(agent: str) -> PlanScope:
     """`plan {agent}`: producing the first plan (its chat spans nest inside)."""
-    scope = PlanScope(_start(_PLAN_PREFIX + agent, _INTERNAL))
+    scope = PlanScope(_start(_PLAN_PREFIX + str(agent), _INTERNAL))
     if scope.recording:
-        scope.span.set_attributes({c.GEN_AI_OPERATION_NAME: c.OP_PLAN, c.GEN_AI_AGENT_NAME: agent})
+        _set(scope.span, {c.GEN_AI_OPERATION_NAME: c.OP_PLAN, c.GEN_AI_AGENT_NAME: str(agent)})
     return scope
 
 
@@ -540,8 +571,8 @@ class ReplanScope(SpanScope):
         if steps is not None:
             attrs[c.PLAN_STEPS] = steps
         if reexecution_cost_usd is not None:
-            attrs[c.REPLAN_REEXECUTION_COST_USD] = float(reexecution_cost_usd)
-        self.span.set_attributes(attrs)
+            attrs[c.REPLAN_REEXECUTION_COST_USD] = _float(reexecution_cost_usd)
+        _set(self.span, attrs)
 
 
 def replan_span(
@@ -553,7 +584,7 @@ def replan_span(
     failed_step: str | None = None,
 ) -> ReplanScope:
     """`replan {agent}`: repairing the plan after a failed step; record the verdict."""
-    scope = ReplanScope(_start(_REPLAN_PREFIX + agent, _INTERNAL))
+    scope = ReplanScope(_start(_REPLAN_PREFIX + str(agent), _INTERNAL))
     if scope.recording:
         attrs: dict[str, Any] = {
             c.GEN_AI_AGENT_NAME: agent,
@@ -564,7 +595,7 @@ def replan_span(
             attrs[c.REPLAN_CAUSE] = cause
         if failed_step is not None:
             attrs[c.REPLAN_FAILED_STEP] = failed_step
-        scope.span.set_attributes(attrs)
+        _set(scope.span, attrs)
     return scope
 
 
