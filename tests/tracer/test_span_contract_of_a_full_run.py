@@ -238,10 +238,9 @@ def test_exception_escaping_a_tool_marks_it_failed_and_propagates(memory_handle)
 
 def test_caller_current_span_becomes_the_run_parent(memory_handle):
     outer_tracer = memory_handle.provider.get_tracer("web")
-    with outer_tracer.start_as_current_span("GET /ask") as request:
-        with spans.run_span("a") as run:
-            assert run.trace_id == format(request.get_span_context().trace_id, "032x")
-            assert spans.current_trace_id() == run.trace_id
+    with outer_tracer.start_as_current_span("GET /ask") as request, spans.run_span("a") as run:
+        assert run.trace_id == format(request.get_span_context().trace_id, "032x")
+        assert spans.current_trace_id() == run.trace_id
     run_span, request_span = memory_handle.memory_exporter.get_finished_spans()
     assert run_span.parent.span_id == request_span.context.span_id
 
