@@ -18,37 +18,45 @@ from google.protobuf.any_pb2 import Any as AnyProto
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from google.rpc.status_pb2 import Status
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.auth import KeyRing, authorize, presented_key
 from ingest.config import Settings
 from ingest.errors import IngestError, Internal, Overloaded, PortInUse
 from ingest.metrics import IngestMetrics
+from ingest.otlp.decode import parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
-from ingest.otlp.validate import validate_request
+from ingest.otlp.validate import ValidationResult, validate_request
 
 log = logging.getLogger(__name__)
 
 TRANSPORT = "grpc"
 
 
-class TraceServiceHandler(trace_service_pb2_grpc.TraceServiceServicer):
-    """The servicer. Project and permission come from the call's metadata key, like HTTP headers."""
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+class TraceServiceHandler:
+    """`TraceService/Export`. It takes the raw request bytes and decodes them itself, so that an
+    undecodable message is INVALID_ARGUMENT (like HTTP's 400) rather than gRPC's generic INTERNAL
+    "Exception deserializing request". Project and permission come from the call's metadata key."""
 
     def __init__(self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing) -> None:
         self.store = store
         self.metrics = metrics
         self.keyring = keyring
 
-    async def Export(  # noqa: N802  (name fixed by the OTLP service definition)
-        self, request: ExportTraceServiceRequest, context: grpc.aio.ServicerContext
-    ) -> ExportTraceServiceResponse:
+    def generic_handler(self) -> grpc.GenericRpcHandler:
+        export = grpc.unary_unary_rpc_method_handler(
+            self.export,
+            request_deserializer=None,  # raw bytes
+            response_serializer=ExportTraceServiceResponse.SerializeToString,
+        )
+        return grpc.method_handlers_generic_handler(SERVICE, {"Export": export})
+
+    async def export(self, body: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
         try:
-            response = await self._export(request, context)
+            response = await self._export(body, context)
         except IngestError as exc:
             error = exc
         except Exception:
@@ -59,17 +67,20 @@ class TraceServiceHandler(trace_service_pb2_grpc.TraceServiceServicer):
             return response
         code = error.mapping.grpc_code
         self.metrics.requests.labels(transport=TRANSPORT, code=code.name).inc()
+        log.info("OTLP/gRPC export answered %s (%s): %s", code.name, error.reason, error.message)
         await context.abort(code, error.message, trailing_metadata=_error_metadata(error))
         raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
 
-    async def _export(
-        self, request: ExportTraceServiceRequest, context: grpc.aio.ServicerContext
-    ) -> ExportTraceServiceResponse:
+    async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
         principal = self.keyring.authenticate(presented_key(metadata.get("authorization"), metadata.get("x-api-key")))
         authorize(principal, "ingest")
-        result = await asyncio.to_thread(validate_request, request)
+        result = await asyncio.to_thread(_decode_and_validate, body)
         return await export_validated(result, principal.project, self.store, self.metrics)
+
+
+def _decode_and_validate(body: bytes) -> ValidationResult:
+    return validate_request(parse_protobuf(body))
 
 
 def _error_metadata(error: IngestError) -> tuple[tuple[str, bytes], ...]:
@@ -102,7 +113,7 @@ async def start_grpc_server(
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ]
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceServiceHandler(store, metrics, keyring), server)
+    server.add_generic_rpc_handlers((TraceServiceHandler(store, metrics, keyring).generic_handler(),))
     address = grpc_address(settings.host, port)
     try:
         bound = server.add_insecure_port(address)

@@ -70,3 +70,15 @@ def test_too_large_is_resource_exhausted_without_retry_info(stub_for, make_reque
     err = _code(stub.Export, make_request(60), timeout=5)
     assert err.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "google.rpc.retryinfo-bin" not in dict(err.trailing_metadata() or ())
+
+
+def test_undecodable_message_is_invalid_argument(start_ingest_server) -> None:
+    server = start_ingest_server()
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        export_raw = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=None,
+            response_deserializer=None,
+        )
+        err = _code(export_raw, b"\xff\xff\xff\xff", timeout=5)
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT and "protobuf" in err.details()
