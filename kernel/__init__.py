@@ -1,1 +1,129 @@
-"""steplens kernel package."""
+"""steplens kernel: build agents with `from kernel import Agent, Budget, tool, ...`.
+
+Names are resolved lazily (PEP 562) so that importing one submodule (e.g. `kernel.types` from
+ingest-side tooling or the tracer's tests) does not drag in the whole loop and its dependencies,
+and so that submodules importing each other never meet a half-initialised package.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    # the loop
+    "Agent": "kernel.agent",
+    "RunState": "kernel.agent",
+    "LLMCall": "kernel.agent",
+    "DEFAULT_SYSTEM_PROMPT": "kernel.agent",
+    # limits and guards
+    "Budget": "kernel.budgets",
+    "BudgetCheck": "kernel.budgets",
+    "BudgetLine": "kernel.budgets",
+    "BudgetTracker": "kernel.budgets",
+    "LoopGuard": "kernel.loop_guard",
+    "LoopVerdict": "kernel.loop_guard",
+    "Context": "kernel.context",
+    "ContextPolicy": "kernel.context",
+    "Compaction": "kernel.context",
+    # tools and policies
+    "Tool": "kernel.tools",
+    "ToolRegistry": "kernel.tools",
+    "tool": "kernel.tools",
+    "SideEffectPolicy": "kernel.policy",
+    "PolicyDecision": "kernel.policy",
+    "AllowAll": "kernel.policy",
+    "DenyAll": "kernel.policy",
+    "AllowList": "kernel.policy",
+    "ConfirmCallback": "kernel.policy",
+    "Shadow": "kernel.policy",
+    # LLMs
+    "LLM": "kernel.llm",
+    "LLMError": "kernel.llm",
+    "LLMUnavailable": "kernel.llm",
+    "ScriptedLLM": "kernel.llm",
+    "Delayed": "kernel.llm",
+    # data model
+    "Message": "kernel.types",
+    "ToolCall": "kernel.types",
+    "Usage": "kernel.types",
+    "LLMResponse": "kernel.types",
+    "Observation": "kernel.types",
+    "StepRecord": "kernel.types",
+    "RunResult": "kernel.types",
+    "StopReason": "tracer.conventions",
+    "StepKind": "tracer.conventions",
+}
+
+__all__ = [
+    "Agent",
+    "AllowAll",
+    "AllowList",
+    "Budget",
+    "BudgetCheck",
+    "BudgetLine",
+    "BudgetTracker",
+    "Compaction",
+    "ConfirmCallback",
+    "Context",
+    "ContextPolicy",
+    "DEFAULT_SYSTEM_PROMPT",
+    "Delayed",
+    "DenyAll",
+    "LLM",
+    "LLMCall",
+    "LLMError",
+    "LLMResponse",
+    "LLMUnavailable",
+    "LoopGuard",
+    "LoopVerdict",
+    "Message",
+    "Observation",
+    "PolicyDecision",
+    "RunResult",
+    "RunState",
+    "ScriptedLLM",
+    "Shadow",
+    "SideEffectPolicy",
+    "StepKind",
+    "StepRecord",
+    "StopReason",
+    "Tool",
+    "ToolCall",
+    "ToolRegistry",
+    "Usage",
+    "tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernel' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # static analysers and IDEs see the real names
+    from kernel.agent import DEFAULT_SYSTEM_PROMPT, Agent, LLMCall, RunState
+    from kernel.budgets import Budget, BudgetCheck, BudgetLine, BudgetTracker
+    from kernel.context import Compaction, Context, ContextPolicy
+    from kernel.llm import LLM, Delayed, LLMError, LLMUnavailable, ScriptedLLM
+    from kernel.loop_guard import LoopGuard, LoopVerdict
+    from kernel.policy import (
+        AllowAll,
+        AllowList,
+        ConfirmCallback,
+        DenyAll,
+        PolicyDecision,
+        Shadow,
+        SideEffectPolicy,
+    )
+    from kernel.tools import Tool, ToolRegistry, tool
+    from kernel.types import LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall, Usage
+    from tracer.conventions import StepKind, StopReason

@@ -58,6 +58,7 @@ class Compaction(BaseModel):
 class _ObservationSlot:
     message_index: int
     step: int
+    prefix: str = ""  # kept in front of the replacement so the model still sees what it was
     compacted: bool = False
 
 
@@ -133,7 +134,7 @@ class Context:
             body = f"Observation: {results[0][1]}"
         else:
             body = "\n\n".join(f"Observation ({call.name}, id {call.id}): {text}" for call, text in results)
-        self._slots.append(_ObservationSlot(len(self.messages), step))
+        self._slots.append(_ObservationSlot(len(self.messages), step, prefix="Observation: "))
         self.messages.append(Message(role="user", content=body))
 
     def add_feedback(self, text: str) -> None:
@@ -164,7 +165,8 @@ class Context:
             if before < self.policy.min_elide_tokens:
                 continue
             replacement, summarised, error = await self._shorten(message.content or "", slot.step, before)
-            self.messages[slot.message_index] = message.model_copy(update={"content": replacement})
+            content = slot.prefix + replacement
+            self.messages[slot.message_index] = message.model_copy(update={"content": content})
             slot.compacted = True
             after = self.estimate([self.messages[slot.message_index]])
             total -= before - after

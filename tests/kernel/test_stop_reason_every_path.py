@@ -7,6 +7,8 @@ import asyncio
 import json
 import time
 
+import pytest
+
 from kernel.agent import Agent
 from kernel.budgets import Budget
 from kernel.llm import Delayed, LLMUnavailable, ScriptedLLM
@@ -124,7 +126,7 @@ async def test_cost_budget_counts_tool_prices() -> None:
     result = await agent(llm, budget=Budget(max_cost_usd=1.0)).run("t")
     assert_failed(result, StopReason.COST_BUDGET)
     assert len(result.steps) == 3  # 0.4 + 0.4 < 1.0 <= 1.2
-    assert result.cost_usd == 1.2000000000000002 or abs(result.cost_usd - 1.2) < 1e-9
+    assert result.cost_usd == pytest.approx(1.2)
     assert result.steps[0].cost_usd == 0.4
     assert result.unpriced_models == ["scripted"], "unknown model price must be reported, not hidden"
 
