@@ -18,6 +18,7 @@ nothing. Until a root arrives, start/end/duration are the extent of the spans se
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -27,10 +28,26 @@ import pyarrow as pa
 from ingest.store.spool import Position
 from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, OperationClass
 
+log = logging.getLogger(__name__)
+
 DEDUP_MARGIN = timedelta(seconds=5)
 ROOT_AGENT = "agent"
 ROOT_PARENTLESS = "root"
 
+# Fast path check: how many of the batch's spans are duplicates, within the batch or of stored spans.
+_DUPLICATES = """
+WITH probe AS (
+    SELECT project, trace_id, span_id FROM spans
+    WHERE start_time BETWEEN $lo AND $hi
+      AND trace_id IN (SELECT DISTINCT trace_id FROM batch)
+)
+SELECT
+    (SELECT count(*) - count(DISTINCT (project, trace_id, span_id)) FROM batch) AS within,
+    (SELECT count(*) FROM batch b SEMI JOIN probe p
+        ON p.project = b.project AND p.trace_id = b.trace_id AND p.span_id = b.span_id) AS stored
+"""
+
+# Slow path, only when duplicates exist: materialize the batch's new spans, once each.
 _NEW_SPANS = """
 CREATE OR REPLACE TEMP TABLE new_spans AS
 WITH batch_once AS (
@@ -44,7 +61,6 @@ probe AS (
 )
 SELECT b.* FROM batch_once b ANTI JOIN probe p
     ON p.project = b.project AND p.trace_id = b.trace_id AND p.span_id = b.span_id
-ORDER BY b.start_time
 """
 
 _BATCH_RUNS = """
@@ -201,8 +217,8 @@ def ensure_position_row(conn: duckdb.DuckDBPyConnection, now: datetime) -> None:
 
 
 def read_position(conn: duckdb.DuckDBPyConnection) -> Position:
-    row = conn.execute('SELECT segment, "offset" FROM spool_position LIMIT 1').fetchone()
-    return Position(int(row[0]), int(row[1])) if row else Position(0, 0)
+    rows = conn.execute('SELECT segment, "offset" FROM spool_position LIMIT 1').fetchall()
+    return Position(int(rows[0][0]), int(rows[0][1])) if rows else Position(0, 0)
 
 
 def _set_position(conn: duckdb.DuckDBPyConnection, position: Position, now: datetime) -> None:
@@ -225,13 +241,21 @@ def load_batch(
     try:
         inserted = 0
         if received:
+            # Copy the Arrow batch into DuckDB once (both the insert and the runs aggregate read it);
+            # the dedup window/anti-join only runs when the cheap duplicate count finds any.
             conn.register("batch", table)
             try:
-                lo, hi = conn.execute("SELECT min(start_time), max(start_time) FROM batch").fetchone()
-                conn.execute(_NEW_SPANS, {"lo": lo - DEDUP_MARGIN, "hi": hi + DEDUP_MARGIN})
+                lo, hi = conn.execute("SELECT min(start_time), max(start_time) FROM batch").fetchall()[0]
+                window = {"lo": lo - DEDUP_MARGIN, "hi": hi + DEDUP_MARGIN}
+                within, stored = conn.execute(_DUPLICATES, window).fetchall()[0]
+                if within or stored:
+                    conn.execute(_NEW_SPANS, window)
+                    inserted = conn.execute("SELECT count(*) FROM new_spans").fetchall()[0][0]
+                else:
+                    conn.execute("CREATE OR REPLACE TEMP TABLE new_spans AS SELECT * FROM batch")
+                    inserted = received
             finally:
                 conn.unregister("batch")
-            inserted = conn.execute("SELECT count(*) FROM new_spans").fetchone()[0]
             if inserted:
                 conn.execute("INSERT INTO spans SELECT * FROM new_spans")
                 conn.execute(_BATCH_RUNS, _RUN_PARAMS)
@@ -244,6 +268,14 @@ def load_batch(
         _set_position(conn, position, now)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     return LoadResult(received=received, inserted=int(inserted))
+
+
+def _rollback(conn: duckdb.DuckDBPyConnection) -> None:
+    """Roll back, keeping the original error: a failed ROLLBACK (connection gone) is only logged."""
+    try:
+        conn.execute("ROLLBACK")
+    except duckdb.Error as exc:
+        log.error("rollback failed: %s", exc)

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 def current_version(conn: duckdb.DuckDBPyConnection) -> int:
-    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchall()[0]
     return int(row[0]) if row else 0
 
 

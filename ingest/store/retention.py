@@ -31,10 +31,10 @@ class ChunkResult:
 
 
 def _delete_chunk(conn: duckdb.DuckDBPyConnection, table: str, cutoff: datetime, n: int) -> tuple[int, bool]:
-    bound = conn.execute(_BOUND.format(table=table), {"cutoff": cutoff, "n": n}).fetchone()[0]
+    bound = conn.execute(_BOUND.format(table=table), {"cutoff": cutoff, "n": n}).fetchall()[0][0]
     if bound is None:
         return 0, True
-    deleted = conn.execute(_DELETE.format(table=table), {"bound": bound, "cutoff": cutoff}).fetchone()[0]
+    deleted = conn.execute(_DELETE.format(table=table), {"bound": bound, "cutoff": cutoff}).fetchall()[0][0]
     return int(deleted), int(deleted) < n
 
 
