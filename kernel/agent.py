@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -107,7 +108,7 @@ class Agent:
         name: str,
         version: str,
         llm: LLM,
-        tools: ToolRegistry | Iterable[Tool] = (),
+        tools: ToolRegistry | Iterable[Tool] | None = None,
         *,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         budget: Budget | None = None,
@@ -131,7 +132,7 @@ class Agent:
         self.name = name
         self.version = version
         self.llm = llm
-        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools or ())
         self.system_prompt = system_prompt
         self.budget = budget or Budget()
         self.policy = policy
@@ -279,8 +280,9 @@ class Agent:
         return record
 
     async def _compact(self, state: RunState) -> list[Compaction]:
-        """Keep the prompt under the watermark (old long observations elided or summarised)."""
-        return await state.context.compact()
+        """Keep the prompt under the watermark (old long observations elided or summarised).
+        Bounded like an LLM call because a summariser usually is one."""
+        return await self._bounded(state, state.context.compact(), "context compaction")
 
     async def _call_llm(self, state: RunState) -> LLMCall:
         """The LLM call, bounded by the remaining wall-clock time and the cancel event."""
@@ -347,7 +349,7 @@ class Agent:
         self, state: RunState, record: StepRecord, response: LLMResponse, parsed: ParsedOutput
     ) -> None:
         record.calls = list(parsed.calls)
-        state.context.add_assistant(response.text, record.calls)
+        state.context.add_assistant(_assistant_text(response, record.calls, self.mode), record.calls)
         seen: list[tuple[ToolCall, str]] = []
         executed = 0
         try:
@@ -461,6 +463,17 @@ class Agent:
             conversation_id=conversation_id,
             user_id=user_id,
         )
+
+
+def _assistant_text(response: LLMResponse, calls: list[ToolCall], mode: Mode) -> str | None:
+    """What the transcript shows for the model's turn. A text-mode model that answered with native
+    tool calls and no text would otherwise leave an empty turn before its observation."""
+    if mode == "function_calling" or (response.text or "").strip():
+        return response.text
+    return "\n".join(
+        f"Action: {c.name}\nAction Input: {json.dumps(c.arguments, ensure_ascii=False, default=repr)}"
+        for c in calls
+    )
 
 
 def _min_opt(*values: int | None) -> int | None:

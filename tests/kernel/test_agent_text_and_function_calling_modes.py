@@ -175,3 +175,19 @@ async def test_runs_share_no_state() -> None:
     assert first.ok and second.ok
     # the loop guard of the first run must not block the identical call in the second
     assert second.steps[0].kind == StepKind.TOOL and second.stop_reason == StopReason.FINISH
+
+
+async def test_text_mode_model_answering_with_native_calls_keeps_a_readable_transcript() -> None:
+    llm = ScriptedLLM(
+        [LLMResponse(tool_calls=[ToolCall(id="n1", name="add", arguments={"a": 4, "b": 5})]), "Final Answer: 9"]
+    )
+    result = await Agent("a", "1", llm, [add]).run("t")
+    assert result.ok and result.answer == "9"
+    turn = llm.calls[1].messages[2]
+    assert turn.role == "assistant" and turn.content == 'Action: add\nAction Input: {"a": 4, "b": 5}'
+    assert llm.calls[1].messages[3].content == "Observation: 9"
+
+
+def test_agent_accepts_no_tools() -> None:
+    result = Agent("a", "1", ScriptedLLM(["Final Answer: fine"]), None).run_sync("t")
+    assert result.ok and result.answer == "fine"

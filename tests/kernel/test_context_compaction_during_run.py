@@ -57,3 +57,24 @@ async def test_summariser_output_replaces_old_observations_in_function_calling_m
     assert tool_msgs[0].content.startswith("[summary of observation from step 1] summary of PAGE 1")
     assert tool_msgs[-1].content.startswith("PAGE 3 lorem"), "latest observation kept whole"
     assert seen and seen[0].startswith("PAGE 1")
+
+
+async def test_a_hanging_summariser_is_bounded_by_the_wall_clock_budget() -> None:
+    import asyncio
+    import time
+
+    from kernel.budgets import Budget
+    from tracer.conventions import StopReason
+
+    async def stuck(text: str) -> str:
+        await asyncio.sleep(60)
+        return "never"
+
+    llm = ScriptedLLM([act(1), act(2), act(3), "Final Answer: x"])
+    agent = Agent("a", "1", llm, [page], context_limit_tokens=600, compaction_watermark=0.5,
+                  compaction_min_tokens=100, summariser=stuck, budget=Budget(max_seconds=0.5))
+    started = time.monotonic()
+    result = await agent.run("t")
+    assert time.monotonic() - started < 5
+    assert result.stop_reason == StopReason.TIMEOUT and result.ok is False
+    assert "compaction" in result.error
