@@ -191,3 +191,25 @@ async def test_text_mode_model_answering_with_native_calls_keeps_a_readable_tran
 def test_agent_accepts_no_tools() -> None:
     result = Agent("a", "1", ScriptedLLM(["Final Answer: fine"]), None).run_sync("t")
     assert result.ok and result.answer == "fine"
+
+
+async def test_side_effect_policy_is_applied_to_the_runs_tool_calls() -> None:
+    from kernel.policy import DenyAll, Shadow
+
+    sent: list[str] = []
+
+    @tool(side_effect=True)
+    async def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return "sent"
+
+    script = [act("send_email", to="a@example.com"), "Final Answer: done"]
+    shadow = Shadow()
+    shadowed = await Agent("a", "1", ScriptedLLM(list(script)), [send_email], policy=shadow).run("t")
+    assert shadowed.ok and sent == [] and [c.name for c in shadow.calls] == ["send_email"]
+    assert shadowed.steps[0].observations[0].decision.value == "shadowed"
+
+    denied = await Agent("a", "1", ScriptedLLM(list(script)), [send_email], policy=DenyAll()).run("t")
+    assert sent == [] and denied.steps[0].observations[0].is_error
+    assert "denied" in denied.steps[0].observation_text
