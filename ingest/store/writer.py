@@ -219,6 +219,13 @@ class Writer:
         return batch
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # a bug here must not leave acks hanging without a trace
+            log.exception("the DuckDB writer thread crashed")
+            self._fail(exc)
+
+    def _loop(self) -> None:
         while True:
             with self._cond:
                 while not (
