@@ -175,7 +175,17 @@ class Agent:
         except Exception as exc:
             log.exception("agent %s: internal error", self.name)
             reason, error = StopReason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
-        return self._result(state, task, conversation_id, user_id, reason, error)
+        try:
+            return self._result(state, task, conversation_id, user_id, reason, error)
+        except Exception as exc:  # e.g. a task that is not a string: still answer, never raise
+            log.exception("agent %s: could not build the run result", self.name)
+            return RunResult(
+                ok=False,
+                stop_reason=StopReason.INTERNAL_ERROR,
+                error=f"{type(exc).__name__}: {exc}" if error is None else f"{error}; then {type(exc).__name__}",
+                agent=self.name,
+                version=self.version,
+            )
 
     def run_sync(
         self,

@@ -229,3 +229,9 @@ async def test_internal_error_from_an_adapter_raising_a_non_llm_error() -> None:
     result = await agent(llm).run("t")
     assert_failed(result, StopReason.INTERNAL_ERROR)
     assert result.error == "ValueError: adapter bug"
+
+
+async def test_a_task_that_is_not_a_string_is_an_internal_error_not_an_exception() -> None:
+    result = await agent(ScriptedLLM(["Final Answer: x"])).run(12345)  # type: ignore[arg-type]
+    assert result.ok is False and result.stop_reason == StopReason.INTERNAL_ERROR
+    assert "ValidationError" in result.error
