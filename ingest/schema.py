@@ -114,8 +114,42 @@ RUNS_ROOT_TRACKING = [
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_end TIMESTAMP",
 ]
 
+# Alerting (ingest.alerts): the current state of every (rule, agent) pair, so firing/resolved and the
+# re-notification cooldown survive a restart, and the history of what was notified. Written only on
+# the store's writer thread (SpanStore.run_write).
+ALERT_STATE_DDL = """
+CREATE TABLE IF NOT EXISTS alert_state (
+    rule             VARCHAR   NOT NULL,   -- the rule's name in steplens.toml
+    subject          VARCHAR   NOT NULL,   -- what it fired for: an agent name, or '*'
+    status           VARCHAR   NOT NULL,   -- firing | ok
+    since            TIMESTAMP NOT NULL,   -- when the status last changed
+    last_notified    TIMESTAMP,            -- last firing/re-notification sent (cooldown clock)
+    last_evaluated   TIMESTAMP NOT NULL,
+    value            DOUBLE,               -- the metric's current value when last evaluated
+    summary          VARCHAR
+)
+"""
+
+ALERT_EVENTS_DDL = """
+CREATE TABLE IF NOT EXISTS alert_events (
+    event_id         VARCHAR   NOT NULL,   -- uuid4 hex
+    time             TIMESTAMP NOT NULL,
+    rule             VARCHAR   NOT NULL,
+    subject          VARCHAR   NOT NULL,
+    kind             VARCHAR   NOT NULL,   -- firing | renotify | resolved
+    severity         VARCHAR   NOT NULL,
+    summary          VARCHAR   NOT NULL,
+    value            DOUBLE,
+    details          JSON,                 -- the finding behind it (values, p-value, effect size)
+    evidence         VARCHAR[],            -- trace ids of example runs
+    channels         VARCHAR[]             -- channels the notification was queued to
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
     [SPOOL_POSITION_DDL, *RUNS_ROOT_TRACKING],
+    [],  # version 3: reserved for analytics
+    [ALERT_STATE_DDL, ALERT_EVENTS_DDL],  # version 4: alerting
 ]
