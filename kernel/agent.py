@@ -6,14 +6,16 @@ Design rules this module keeps:
   hits a limit keeps `answer=None` (no half answer dressed up as success).
 - Limits are hard: `BudgetTracker.check()` runs before every LLM call, and the wall-clock part is
   also enforced *during* a hanging LLM call or tool, as is the caller's cancel event.
-- Each unit a tracer will wrap in a span is its own small method with its data at hand:
-  `run` (the run), `_step`, `_budget_check`, `_call_llm`, `_dispatch_tool`, `_truncate`.
+- Each unit a span wraps is its own small method with its data at hand: `run` (the run), the
+  step in `_loop`, `_budget_check`, `_call_llm`, `_dispatch_tool`, `_truncate`. The mapping to
+  span attributes lives in `kernel.telemetry`, so the loop only gains a few `with` lines.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import threading
@@ -22,6 +24,7 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from kernel import telemetry
 from kernel.budgets import Budget, BudgetCheck, BudgetTracker
 from kernel.context import Compaction, Context, ContextPolicy, Summariser
 from kernel.dispatch import dispatch
@@ -31,7 +34,7 @@ from kernel.loop_guard import LoopGuard, LoopGuardSession
 from kernel.parsing import EXPECTED_FORMAT, ParsedOutput, parse_response
 from kernel.policy import SideEffectPolicy
 from kernel.tools import Tool, ToolRegistry
-from kernel.truncation import Truncation, truncate_observation
+from kernel.truncation import Truncation
 from kernel.types import LLMResponse, Observation, RunResult, StepRecord, ToolCall, Usage
 from tracer.conventions import ParseStatus, StepKind, StopReason, ToolDecision
 from tracer.pricing import cost_usd
@@ -122,6 +125,7 @@ class Agent:
         summariser: Summariser | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        agent_id: str | None = None,
     ) -> None:
         if mode not in ("text", "function_calling"):
             raise ValueError(f"mode must be 'text' or 'function_calling', not {mode!r}")
@@ -131,6 +135,8 @@ class Agent:
             raise ValueError("compaction_watermark must be in (0, 1]")
         self.name = name
         self.version = version
+        # `gen_ai.agent.id` on run spans: stable across processes unless the caller has a real id.
+        self.agent_id = agent_id if agent_id is not None else f"{name}@{version}"
         self.llm = llm
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools or ())
         self.system_prompt = system_prompt
@@ -158,7 +164,19 @@ class Agent:
         user_id: str | None = None,
         cancel: asyncio.Event | None = None,
     ) -> RunResult:
-        """Run the loop on `task` until it finishes or a limit stops it. Never raises."""
+        """Run the loop on `task` until it finishes or a limit stops it. Never raises.
+
+        The run is one trace (`invoke_agent {name}`), a child of the caller's current span if any;
+        `RunResult.trace_id` is its id (None while tracing is off)."""
+        with telemetry.run_span(self, task, conversation_id, user_id) as span:
+            result = await self._run(task, conversation_id, user_id, cancel)
+            span.finish(result)
+        result.trace_id = span.trace_id
+        return result
+
+    async def _run(
+        self, task: str, conversation_id: str | None, user_id: str | None, cancel: asyncio.Event | None
+    ) -> RunResult:
         state: RunState | None = None
         reason, error = StopReason.INTERNAL_ERROR, None
         try:
@@ -203,7 +221,10 @@ class Agent:
         except RuntimeError:
             return asyncio.run(self.run(task, **coro_args))
         box: list[RunResult] = []
-        worker = threading.Thread(target=lambda: box.append(asyncio.run(self.run(task, **coro_args))))
+        # The helper thread runs in a copy of the caller's context, so the caller's current span
+        # (and run labels) still apply to the run.
+        ctx = contextvars.copy_context()
+        worker = threading.Thread(target=lambda: box.append(ctx.run(asyncio.run, self.run(task, **coro_args))))
         worker.start()
         worker.join()
         return box[0]
@@ -242,8 +263,12 @@ class Agent:
             self._raise_if_cancelled(state)
             check = self._budget_check(state)
             if check.exhausted is not None:
+                telemetry.budget_check(check)  # under the run: no step starts
                 raise _Stop(check.exhausted, self._exhausted_detail(check))
-            record = await self._step(state, len(state.steps) + 1)
+            index = len(state.steps) + 1
+            with telemetry.step_span(index, state.steps):
+                telemetry.budget_check(check)
+                record = await self._step(state, index)
             if record.kind == StepKind.FINISH:
                 return
 
@@ -302,7 +327,7 @@ class Agent:
         try:
             response = await self._bounded(
                 state,
-                self.llm.complete(messages, tools, temperature=self.temperature, max_tokens=max_tokens),
+                telemetry.complete(self.llm, messages, tools, temperature=self.temperature, max_tokens=max_tokens),
                 "the LLM call",
             )
         except LLMError as exc:  # LLMUnavailable, or a bare adapter's classified failure
@@ -373,6 +398,7 @@ class Agent:
                         content=verdict.message,
                         decision=ToolDecision.DENIED,
                     )
+                    telemetry.blocked_call(self.tools.get(call.name), call, verdict.message)
                     if verdict.counts_as_error:
                         state.budget.record_tool_outcome(True)
                     record.observations.append(obs)
@@ -400,11 +426,14 @@ class Agent:
 
     async def _dispatch_tool(self, state: RunState, call: ToolCall) -> Observation:
         """One tool call through `dispatch` (which never raises), bounded like the LLM call."""
-        return await self._bounded(state, dispatch(self.tools, call, self.policy), f"tool {call.name!r}")
+        with telemetry.tool_span(self.tools.get(call.name), call) as span:
+            obs = await self._bounded(state, dispatch(self.tools, call, self.policy), f"tool {call.name!r}")
+            span.finish(obs)
+        return obs
 
     def _truncate(self, state: RunState, obs: Observation) -> Truncation:
         """Cut an observation to `observation_max_tokens` before the model sees it."""
-        return truncate_observation(obs.content, self.observation_max_tokens)
+        return telemetry.truncate(obs.content, self.observation_max_tokens)
 
     # ---- bounding, cancellation, result ------------------------------------------------------
 

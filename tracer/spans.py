@@ -328,32 +328,49 @@ def budget_check(
 class TruncateScope(SpanScope):
     __slots__ = ("_input_tokens",)
 
-    def __init__(self, span: Span, input_tokens: int) -> None:
+    def __init__(self, span: Span, input_tokens: int | None) -> None:
         super().__init__(span)
         self._input_tokens = input_tokens
 
-    def finish(self, *, output_tokens: int, truncated: bool | None = None) -> None:
+    def finish(
+        self,
+        *,
+        output_tokens: int,
+        truncated: bool | None = None,
+        input_tokens: int | None = None,
+        dropped_tokens: int | None = None,
+    ) -> None:
+        """The result. `input_tokens` here is for callers that only learn it while truncating (it
+        wins over the one given at start); `dropped_tokens` defaults to input - output, but the
+        truncator knows better when its marker itself costs tokens."""
         if not self.recording:
             return
+        attrs: dict[str, Any] = {}
+        if input_tokens is not None:
+            self._input_tokens = input_tokens
+            attrs[c.TRUNCATE_INPUT_TOKENS] = _int(input_tokens)
         out, given = _int(output_tokens), _int(self._input_tokens)
-        dropped = max(0, given - out) if out is not None and given is not None else None
+        if dropped_tokens is not None:
+            dropped = _int(dropped_tokens)
+        else:
+            dropped = max(0, given - out) if out is not None and given is not None else None
         if truncated is None:
             truncated = bool(dropped)
-        _set(
-            self.span,
-            {
-                c.TRUNCATE_OUTPUT_TOKENS: out,
-                c.TRUNCATE_DROPPED_TOKENS: dropped,
-                c.TRUNCATE_TRUNCATED: bool(truncated),
-            },
-        )
+        attrs[c.TRUNCATE_OUTPUT_TOKENS] = out
+        attrs[c.TRUNCATE_DROPPED_TOKENS] = dropped
+        attrs[c.TRUNCATE_TRUNCATED] = bool(truncated)
+        _set(self.span, attrs)
 
 
-def truncate_span(*, limit_tokens: int, input_tokens: int) -> TruncateScope:
-    """`truncate_observation`: fitting an observation into the context; finish with the result."""
+def truncate_span(*, limit_tokens: int, input_tokens: int | None = None) -> TruncateScope:
+    """`truncate_observation`: fitting an observation into the context; finish with the result
+    (give `input_tokens` here or to `finish`)."""
     scope = TruncateScope(_start(c.SPAN_TRUNCATE, _INTERNAL), input_tokens)
     if scope.recording:
-        _set(scope.span, {c.TRUNCATE_LIMIT_TOKENS: _int(limit_tokens), c.TRUNCATE_INPUT_TOKENS: _int(input_tokens)})
+        attrs: dict[str, Any] = {c.TRUNCATE_LIMIT_TOKENS: _int(limit_tokens)}
+        if input_tokens is not None:
+            attrs[c.TRUNCATE_INPUT_TOKENS] = _int(input_tokens)
+        _set(scope.span, attrs)
     return scope
 
 

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -23,7 +23,6 @@ from kernel.llm.base import LLM, AttemptRecord, LLMError, LLMUnavailable, classi
 from kernel.llm.scope import (
     AttemptRequest,
     AttemptScope,
-    NullAttemptScope,
     ScopeFactory,
     attempt_request,
     guarded,
@@ -31,8 +30,6 @@ from kernel.llm.scope import (
 from kernel.types import LLMResponse, Message
 
 log = logging.getLogger(__name__)
-
-_NULL_SCOPE = NullAttemptScope()
 
 
 @dataclass
@@ -58,6 +55,9 @@ class ResilientLLM:
     `attempt_scope=factory`; see kernel/llm/scope.py). `sleep` is injectable so tests can see the
     waits without spending them.
     """
+
+    # Each attempt gets its own chat span (attempt_scope), so callers must not wrap it in another.
+    emits_chat_spans = True
 
     def __init__(
         self,
@@ -95,12 +95,15 @@ class ResilientLLM:
     def attempt_scope(
         self, *, model: str, provider: str, attempt: int, fallback_from: str | None
     ) -> AbstractContextManager[AttemptScope]:
-        """The hook each attempt runs inside. Default: the factory given, else a no-op scope."""
+        """The hook each attempt runs inside. Default: the factory given, else a `chat {model}`
+        span per attempt (`kernel.telemetry`; a no-op while tracing is off)."""
         if self._scope_factory is not None:
             return self._scope_factory(
                 model=model, provider=provider, attempt=attempt, fallback_from=fallback_from
             )
-        return nullcontext(_NULL_SCOPE)
+        from kernel import telemetry  # kernel.telemetry imports kernel.llm: resolve at call time
+
+        return telemetry.chat_attempt(model=model, provider=provider, attempt=attempt, fallback_from=fallback_from)
 
     def _wait(self, state: RetryCallState) -> float:
         """Retry-After wins when the provider sent one (capped: we'd rather fall back than hang)."""

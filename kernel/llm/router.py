@@ -24,6 +24,9 @@ class Router:
     degrade to the default model, not stop the agent.
     """
 
+    # complete() traces the selected LLM itself (see kernel.telemetry.complete).
+    emits_chat_spans = True
+
     def __init__(self, default: LLM, rules: list[tuple[Predicate, LLM]] | None = None) -> None:
         self.default = default
         self.rules: list[tuple[Predicate, LLM]] = list(rules or [])
@@ -47,5 +50,8 @@ class Router:
         max_tokens: int | None = None,
         purpose: str = "step",
     ) -> LLMResponse:
+        from kernel import telemetry  # kernel.telemetry imports kernel.llm: resolve at call time
+
         llm = self.select(purpose, messages)
-        return await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)
+        # The selected LLM's own chat span(s), or one around it when it is a plain adapter.
+        return await telemetry.complete(llm, messages, tools, temperature=temperature, max_tokens=max_tokens)
