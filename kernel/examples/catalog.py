@@ -1,0 +1,145 @@
+"""The example agents by name: how to build one (any version, any seed) and what work to give it."""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kernel.agent import Agent
+from kernel.budgets import Budget
+from kernel.examples import ops, ticket
+from kernel.examples.data import Task
+from kernel.examples.faults import FaultRates
+from kernel.examples.simulated import AgentPolicy, SimulatedLLM
+from kernel.llm import ResilientLLM
+from kernel.policy import ConfirmCallback, SideEffectPolicy
+from kernel.tools import Tool
+from kernel.types import ToolCall
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Everything needed to build and exercise one example agent."""
+
+    name: str
+    versions: dict[str, str]  # version -> the documented difference
+    system_prompt: str
+    budget: Budget
+    model: str
+    response_model: str
+    fallback_model: str
+    provider: str
+    policy: AgentPolicy
+    tools: Callable[[str], list[Tool]]  # version -> tools (cached: built once per version)
+    sample_task: Callable[[random.Random], Task]
+
+
+_SHOP = ticket.build_shop()
+
+
+@functools.cache
+def _ticket_tools(version: str) -> list[Tool]:
+    return ticket.build_tools(_SHOP, version)
+
+
+@functools.cache
+def _ops_tools(version: str) -> list[Tool]:
+    return ops.build_tools(version)
+
+
+AGENTS: dict[str, AgentSpec] = {
+    ticket.AGENT: AgentSpec(
+        name=ticket.AGENT,
+        versions=ticket.VERSIONS,
+        system_prompt=ticket.SYSTEM_PROMPT,
+        budget=ticket.BUDGET,
+        model=ticket.MODEL,
+        response_model=ticket.RESPONSE_MODEL,
+        fallback_model=ticket.FALLBACK_MODEL,
+        provider=ticket.PROVIDER,
+        policy=ticket.TicketPolicy(),
+        tools=_ticket_tools,
+        sample_task=lambda rng: ticket.sample_task(_SHOP, rng),
+    ),
+    ops.AGENT: AgentSpec(
+        name=ops.AGENT,
+        versions=ops.VERSIONS,
+        system_prompt=ops.SYSTEM_PROMPT,
+        budget=ops.BUDGET,
+        model=ops.MODEL,
+        response_model=ops.RESPONSE_MODEL,
+        fallback_model=ops.FALLBACK_MODEL,
+        provider=ops.PROVIDER,
+        policy=ops.OpsPolicy(),
+        tools=_ops_tools,
+        sample_task=ops.sample_task,
+    ),
+}
+
+
+async def _approve_small_refunds(tool: Tool, call: ToolCall) -> bool:
+    """The demo's stand-in for a human approver: refunds up to the auto-approval limit go through,
+    larger ones (and every other high-risk call) are refused, so the agent must escalate."""
+    if tool.name != "create_refund_request":
+        return True
+    amount = call.arguments.get("amount_usd")
+    return isinstance(amount, int | float) and amount <= ticket.REFUND_APPROVAL_LIMIT_USD
+
+
+def demo_policy() -> SideEffectPolicy:
+    return ConfirmCallback(_approve_small_refunds)
+
+
+@dataclass
+class BuiltAgent:
+    """An agent ready for one run, with its simulated models (their `injected` fault counts)."""
+
+    agent: Agent
+    models: list[SimulatedLLM]
+
+
+def build_agent(
+    name: str,
+    version: str,
+    *,
+    seed: int | str = 0,
+    faults: FaultRates | None = None,
+    fallback_faults: FaultRates | None = None,
+    policy: SideEffectPolicy | None = None,
+    latency_s: tuple[float, float] = (0.0, 0.0),
+    resilient: bool = True,
+) -> BuiltAgent:
+    """One run's agent. Build a new one per run: the simulated model holds the run's RNG.
+
+    With `resilient` the model sits behind `ResilientLLM` (2 attempts, then the spec's fallback
+    model), as a production agent would; backoff is kept short so the demo stays fast.
+    `policy` None means the demo approver (`demo_policy()`).
+    """
+    spec = AGENTS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown example agent {name!r}; known: {', '.join(AGENTS)}")
+    if version not in spec.versions:
+        raise ValueError(f"agent {name!r} has versions {', '.join(spec.versions)}, not {version!r}")
+    primary = SimulatedLLM(spec.policy, seed=f"{seed}:primary", faults=faults, model=spec.model,
+                           response_model=spec.response_model, provider=spec.provider, latency_s=latency_s)
+    models = [primary]
+    llm = primary
+    if resilient:
+        fallback = SimulatedLLM(spec.policy, seed=f"{seed}:fallback", faults=fallback_faults or faults,
+                                model=spec.fallback_model, provider=spec.provider, latency_s=latency_s)
+        models.append(fallback)
+        llm = ResilientLLM([primary, fallback], max_attempts_per_model=2, backoff_initial_s=0.01,
+                           backoff_max_s=0.05, retry_after_cap_s=0.05)
+    agent = Agent(
+        spec.name,
+        version,
+        llm,
+        spec.tools(version),
+        system_prompt=spec.system_prompt,
+        budget=spec.budget,
+        policy=policy if policy is not None else demo_policy(),
+        temperature=0.2,
+    )
+    return BuiltAgent(agent, models)

@@ -1,0 +1,228 @@
+"""`steplens demo`: a mixed workload of the example agents, exported through the real OTLP path.
+
+Every run is decided by `(seed, run index)` alone: which agent and version, the task, whether
+the provider is having a bad moment, and the model's faults. So the same `--seed` gives the same
+runs (same stop reasons, tokens and costs) whatever the concurrency, and an end-to-end test can
+compare what the API stores with the `DemoSummary` returned here.
+
+Workload: 60% ticket agent, 40% ops agent, versions v1/v2 half each; 3% of runs fall into a
+provider "incident" where most calls fail (retries, fallbacks, some `llm_unavailable`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kernel.examples.catalog import AGENTS, build_agent
+from kernel.examples.faults import FaultRates
+from kernel.types import RunResult
+
+AGENT_WEIGHTS = {"ticket": 0.6, "ops": 0.4}
+DEGRADED_RATE = 0.03
+DEGRADED_FAULTS = {"outage": 0.7}
+DEFAULT_CONCURRENCY = 64
+SERVICE_NAME = "steplens-demo"
+TRACES_PATH = "/v1/traces"
+_QUEUE_SIZE = 65_536
+
+
+@dataclass
+class GroupSummary:
+    """Totals of one (agent, version) as the kernel returned them."""
+
+    agent: str
+    version: str
+    runs: int = 0
+    ok: int = 0
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    stop_reasons: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def mean_steps(self) -> float:
+        return self.steps / self.runs if self.runs else 0.0
+
+    def add(self, result: RunResult, faults: Counter[str]) -> None:
+        self.runs += 1
+        self.ok += int(result.ok)
+        self.steps += len(result.steps)
+        self.input_tokens += result.usage.input_tokens
+        self.output_tokens += result.usage.output_tokens
+        self.cost_usd += result.cost_usd
+        self.stop_reasons[result.stop_reason.value] += 1
+        self.faults.update(faults)
+
+
+@dataclass
+class DemoSummary:
+    """What the demo ran (per agent/version) and what happened to its spans."""
+
+    seed: int
+    groups: dict[tuple[str, str], GroupSummary]
+    seconds: float
+    spans_ended: int = 0
+    spans_exported: int = 0
+    spans_failed: int = 0
+    spans_dropped: int = 0
+    export_error: str | None = None
+    trace_ids: list[str] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return sum(g.runs for g in self.groups.values())
+
+    @property
+    def ok(self) -> int:
+        return sum(g.ok for g in self.groups.values())
+
+    @property
+    def stop_reasons(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for g in self.groups.values():
+            total.update(g.stop_reasons)
+        return total
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(g.input_tokens for g in self.groups.values())
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(g.output_tokens for g in self.groups.values())
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(g.cost_usd for g in self.groups.values())
+
+    @property
+    def export_complete(self) -> bool:
+        """True when every span that ended was accepted by the backend."""
+        return self.spans_failed == 0 and self.spans_dropped == 0 and self.spans_exported == self.spans_ended
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the workload, fully decided by (seed, index)."""
+
+    index: int
+    agent: str
+    version: str
+    task: str
+    faults: FaultRates
+    seed: str
+
+
+def plan_run(seed: int, index: int, faults: FaultRates | None = None) -> PlannedRun:
+    rng = random.Random(f"demo:{seed}:{index}")
+    agent = rng.choices(list(AGENT_WEIGHTS), weights=list(AGENT_WEIGHTS.values()))[0]
+    version = rng.choice(sorted(AGENTS[agent].versions))
+    task = AGENTS[agent].sample_task(rng)
+    rates = faults or FaultRates()
+    if rng.random() < DEGRADED_RATE:
+        rates = rates.model_copy(update=DEGRADED_FAULTS)
+    return PlannedRun(index, agent, version, task.text, rates, f"{seed}:{index}")
+
+
+async def execute(plan: PlannedRun, latency_s: tuple[float, float] = (0.0, 0.0)) -> tuple[RunResult, Counter[str]]:
+    """Run one planned run; returns the result and the faults its models injected."""
+    built = build_agent(plan.agent, plan.version, seed=plan.seed, faults=plan.faults, latency_s=latency_s)
+    result = await built.agent.run(plan.task)
+    injected: Counter[str] = Counter()
+    for model in built.models:
+        injected.update(model.injected)
+    return result, injected
+
+
+def traces_url(endpoint: str) -> str:
+    """Accept the server's base URL (http://host:4318) or the full OTLP traces URL."""
+    endpoint = endpoint.rstrip("/")
+    return endpoint if endpoint.endswith(TRACES_PATH) else endpoint + TRACES_PATH
+
+
+async def run_workload(
+    runs: int,
+    seed: int = 0,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    *,
+    faults: FaultRates | None = None,
+    latency_s: tuple[float, float] = (0.0, 0.0),
+    on_run: object = None,
+) -> DemoSummary:
+    """The workload without any tracing setup (the caller decides where spans go, if anywhere)."""
+    if runs < 0:
+        raise ValueError("runs must be >= 0")
+    started = time.monotonic()
+    groups = {(a, v): GroupSummary(a, v) for a, spec in AGENTS.items() for v in sorted(spec.versions)}
+    trace_ids: list[str] = []
+    indices = iter(range(runs))
+
+    async def worker() -> None:
+        for index in indices:
+            plan = plan_run(seed, index, faults)
+            result, injected = await execute(plan, latency_s)
+            groups[(plan.agent, plan.version)].add(result, injected)
+            if result.trace_id:
+                trace_ids.append(result.trace_id)
+            if callable(on_run):
+                on_run()
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, runs or 1)))))
+    return DemoSummary(seed=seed, groups=groups, seconds=time.monotonic() - started, trace_ids=trace_ids)
+
+
+def run_demo(
+    endpoint: str,
+    runs: int,
+    seed: int = 0,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: bool = True,
+    *,
+    faults: FaultRates | None = None,
+    flush_timeout_s: float = 60.0,
+) -> DemoSummary:
+    """Run `runs` demo runs, export their traces to `endpoint` (OTLP/HTTP, batched), flush, and
+    say what was run and whether every span arrived. Synchronous: call it from plain code (the CLI)."""
+    import tracer
+
+    url = traces_url(endpoint)
+    existing = tracer.active_handle()
+    if existing is not None and existing.config.endpoint != url:
+        raise RuntimeError(
+            f"tracing is already set up to export to {existing.config.endpoint!r}; the demo needs {url!r}. "
+            "Shut that handle down first."
+        )
+    handle = existing or tracer.setup(service_name=SERVICE_NAME, endpoint=url, max_queue_size=_QUEUE_SIZE)
+    before = handle.stats()
+    try:
+        summary = asyncio.run(_with_progress(runs, seed, concurrency, progress, faults))
+    finally:
+        flushed = handle.force_flush(flush_timeout_s)
+        if existing is None:
+            handle.shutdown()
+    after = handle.stats()
+    summary.spans_ended = after.ended - before.ended
+    summary.spans_exported = after.exported - before.exported
+    summary.spans_failed = after.failed - before.failed
+    summary.spans_dropped = after.dropped - before.dropped
+    summary.export_error = after.last_error or (None if flushed else f"flush did not finish within {flush_timeout_s:g} s")
+    summary.seconds = summary.seconds  # generation time; export time is in the caller's wall clock
+    return summary
+
+
+async def _with_progress(
+    runs: int, seed: int, concurrency: int, progress: bool, faults: FaultRates | None
+) -> DemoSummary:
+    if not progress:
+        return await run_workload(runs, seed, concurrency, faults=faults)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("demo runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
+        task = bar.add_task("runs", total=runs)
+        return await run_workload(runs, seed, concurrency, faults=faults, on_run=lambda: bar.advance(task))
