@@ -35,6 +35,34 @@ def serve(
     run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config)
 
 
+@app.command()
+def ui(
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+    port: Annotated[int, typer.Option(help="Dashboard port.")] = 8501,
+    address: Annotated[str, typer.Option(help="Interface to listen on; beyond localhost needs a login.")] = "127.0.0.1",
+) -> None:
+    """Start the dashboards (Streamlit). The API key comes from STEPLENS_API_KEY."""
+    from dashboards.launch import run_ui
+
+    raise typer.Exit(run_ui(api=api, port=port, address=address))
+
+
+trace_app = typer.Typer(help="Look at traces.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("show")
+def trace_show(
+    trace_id: Annotated[str, typer.Argument(help="The trace id (32 hexadecimal characters).")],
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+    max_spans: Annotated[int, typer.Option("--max-spans", help="Most spans drawn.")] = 2000,
+) -> None:
+    """Print a trace as a tree. The API key comes from STEPLENS_API_KEY."""
+    from dashboards.terminal import show_trace
+
+    raise typer.Exit(show_trace(trace_id, api=api, max_spans=max_spans))
+
+
 def main() -> None:
     app()
 
