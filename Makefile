@@ -18,11 +18,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian's chromium for the dashboards' real-browser smoke test (skipped when apt is unavailable).
+# Debian's chromium and its matching chromedriver for the dashboards' real-browser smoke test
+# (selenium drives it; nothing is downloaded by the test itself).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	      || echo "warning: could not install chromium; the browser smoke test will fail"; \
 	  else echo "warning: apt-get missing; install chromium by hand for the browser smoke test"; fi; }
 
