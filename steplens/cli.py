@@ -47,6 +47,19 @@ def ui(
     raise typer.Exit(run_ui(api=api, port=port, address=address))
 
 
+@app.command()
+def demo(
+    endpoint: Annotated[str, typer.Option(help="The ingest server (base URL or its /v1/traces URL).")] = DEFAULT_API,
+    runs: Annotated[int, typer.Option(min=0, help="How many agent runs.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Same seed, same runs.")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, help="Runs in flight at once.")] = 64,
+) -> None:
+    """Run the example agents on a simulated model and send their traces. Key: STEPLENS_API_KEY."""
+    from kernel.examples.cli import demo_command
+
+    raise typer.Exit(demo_command(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency))
+
+
 trace_app = typer.Typer(help="Look at traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 

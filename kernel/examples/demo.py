@@ -12,9 +12,12 @@ provider "incident" where most calls fail (retries, fallbacks, some `llm_unavail
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import random
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kernel.examples.catalog import AGENTS, build_agent
@@ -185,10 +188,14 @@ def run_demo(
     progress: bool = True,
     *,
     faults: FaultRates | None = None,
+    headers: dict[str, str] | None = None,
     flush_timeout_s: float = 60.0,
 ) -> DemoSummary:
     """Run `runs` demo runs, export their traces to `endpoint` (OTLP/HTTP, batched), flush, and
-    say what was run and whether every span arrived. Synchronous: call it from plain code (the CLI)."""
+    say what was run and whether every span arrived. Synchronous: call it from plain code (the CLI).
+
+    `headers` go with every export (e.g. `{"x-api-key": ...}` for a server with API keys); None
+    means the standard `OTEL_EXPORTER_OTLP_HEADERS`."""
     import tracer
 
     url = traces_url(endpoint)
@@ -198,10 +205,13 @@ def run_demo(
             f"tracing is already set up to export to {existing.config.endpoint!r}; the demo needs {url!r}. "
             "Shut that handle down first."
         )
-    handle = existing or tracer.setup(service_name=SERVICE_NAME, endpoint=url, max_queue_size=_QUEUE_SIZE)
+    handle = existing or tracer.setup(
+        service_name=SERVICE_NAME, endpoint=url, headers=headers, max_queue_size=_QUEUE_SIZE
+    )
     before = handle.stats()
     try:
-        summary = asyncio.run(_with_progress(runs, seed, concurrency, progress, faults))
+        with _quiet_retries():
+            summary = asyncio.run(_with_progress(runs, seed, concurrency, progress, faults))
     finally:
         flushed = handle.force_flush(flush_timeout_s)
         if existing is None:
@@ -212,8 +222,20 @@ def run_demo(
     summary.spans_failed = after.failed - before.failed
     summary.spans_dropped = after.dropped - before.dropped
     summary.export_error = after.last_error or (None if flushed else f"flush did not finish within {flush_timeout_s:g} s")
-    summary.seconds = summary.seconds  # generation time; export time is in the caller's wall clock
     return summary
+
+
+@contextlib.contextmanager
+def _quiet_retries() -> Iterator[None]:
+    """The planted provider outages make `ResilientLLM` warn on every fallback; during the demo
+    those are expected (they are in the traces), and hundreds of log lines would bury the progress bar."""
+    logger = logging.getLogger("kernel.llm.resilient")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 async def _with_progress(
