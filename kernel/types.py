@@ -103,6 +103,9 @@ class StepRecord(BaseModel):
     duration_s: float = 0.0
     # The final answer the model gave in this step (also when a guard refused to let it finish).
     answer: str | None = None
+    # Under plan-and-execute: the plan version and the plan step this record executed.
+    plan_version: int | None = None
+    plan_step_id: str | None = None
 
 
 class RunResult(BaseModel):
