@@ -16,7 +16,7 @@ from rich.tree import Tree
 from dashboards.client import ApiError, QueryClient
 from dashboards.config import DEFAULT_API
 from dashboards.models import Span, Trace
-from dashboards.trace_view import as_text, truncation_marks
+from dashboards.trace_view import as_text, truncation_marks, truthy
 from tracer import conventions as c
 
 CONTENT_PREVIEW_CHARS = 160
@@ -56,7 +56,7 @@ def _content_lines(span: Span) -> list[str]:
         if text:
             mark = " [yellow](truncated)[/]" if truncation_marks(text) else ""
             lines.append(f"[cyan]{label}:[/] {escape(_short(text))}{mark}")
-    if span.operation == c.OperationClass.TRUNCATE and a.get(c.TRUNCATE_TRUNCATED):
+    if span.operation == c.OperationClass.TRUNCATE and truthy(a.get(c.TRUNCATE_TRUNCATED)):
         lines.append(f"[yellow]truncated: {a.get(c.TRUNCATE_DROPPED_TOKENS, '?')} tokens dropped[/]")
     return lines
 

@@ -163,6 +163,13 @@ def _error_text(span: Span) -> str | None:
     return ": ".join(parts) if parts else "error"
 
 
+def truthy(value: Any) -> bool:
+    """Attribute booleans may arrive as JSON booleans or as the strings "True"/"true"."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return value is True or (isinstance(value, int | float) and value != 0)
+
+
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
@@ -190,7 +197,7 @@ def _llm_call(span: Span) -> LLMCall:
         attempt=a.get(c.LLM_ATTEMPT),
         fallback_from=a.get(c.LLM_FALLBACK_FROM),
         finish_reasons=a.get(c.GEN_AI_RESPONSE_FINISH_REASONS),
-        estimated=bool(a.get(c.USAGE_ESTIMATED)),
+        estimated=truthy(a.get(c.USAGE_ESTIMATED)),
         input_messages=pretty_json(a.get(c.GEN_AI_INPUT_MESSAGES)),
         output_messages=pretty_json(a.get(c.GEN_AI_OUTPUT_MESSAGES)),
         error=_error_text(span),
@@ -271,7 +278,7 @@ def _step(span: Span, position: int, children: dict[str, list[Span]]) -> StepVie
             step.marks.extend(m for m in truncation_marks(call.result) if m not in step.marks)
         elif child.operation == c.OperationClass.BUDGET:
             step.budget = _budget(child, index)
-        elif child.operation == c.OperationClass.TRUNCATE and ca.get(c.TRUNCATE_TRUNCATED):
+        elif child.operation == c.OperationClass.TRUNCATE and truthy(ca.get(c.TRUNCATE_TRUNCATED)):
             step.truncated = True
             dropped = _num(ca.get(c.TRUNCATE_DROPPED_TOKENS))
             step.dropped_tokens = int(dropped) if dropped is not None else None

@@ -61,36 +61,43 @@ def set_param(name: str, value: str | None) -> None:
         st.query_params[name] = value
 
 
-def url_widget_value(key: str, default: str) -> None:
-    """Seed widget `w_<key>` once: from the URL, else from the last page's value, else `default`.
+def _keep(key: str) -> None:
+    st.session_state[f"keep_{key}"] = st.session_state.get(f"w_{key}", "")
 
-    Widget state is dropped when a page without the widget runs; `keep_<key>` survives that, so
-    filters set on one page are still set on the next.
+
+def url_widget_value(key: str, default: str) -> None:
+    """Set widget `w_<key>` before it is drawn from `keep_<key>`, seeded once from the URL.
+
+    Streamlit forgets a widget's value when a page without it (or another page) runs; `keep_<key>`
+    is plain session state, which survives, and the widget's on_change callback (run before the
+    script) updates it, so filters set on one page stay set on the next and user edits win.
     """
-    wkey = f"w_{key}"
-    if wkey not in st.session_state:
-        st.session_state[wkey] = param(key) or st.session_state.get(f"keep_{key}", default)
+    kkey = f"keep_{key}"
+    if kkey not in st.session_state:
+        st.session_state[kkey] = param(key) or default
+    st.session_state[f"w_{key}"] = st.session_state[kkey]
 
 
 def filters_sidebar() -> Filters:
     """The common filters (design.md §4) as sidebar widgets whose values live in the URL."""
     url_widget_value("since", DEFAULT_RANGE)
     if st.session_state["w_since"] not in TIME_RANGES:
-        st.session_state["w_since"] = DEFAULT_RANGE
+        st.session_state["w_since"] = st.session_state["keep_since"] = DEFAULT_RANGE
     for key in ("project", "agent", "version", "environment"):
         url_widget_value(key, "")
     with st.sidebar:
         st.subheader("Filters")
-        st.selectbox("Time range", TIME_RANGES, key="w_since", help="Runs that started in the last …")
-        st.text_input("Project", key="w_project", help="Only projects your API key may read are ever shown.")
-        st.text_input("Agent", key="w_agent")
-        st.text_input("Version", key="w_version")
-        st.text_input("Environment", key="w_environment")
+        st.selectbox("Time range", TIME_RANGES, key="w_since", on_change=_keep, args=("since",),
+                     help="Runs that started in the last …")
+        st.text_input("Project", key="w_project", on_change=_keep, args=("project",),
+                      help="Only projects your API key may read are ever shown.")
+        st.text_input("Agent", key="w_agent", on_change=_keep, args=("agent",))
+        st.text_input("Version", key="w_version", on_change=_keep, args=("version",))
+        st.text_input("Environment", key="w_environment", on_change=_keep, args=("environment",))
         if st.button("Refresh data", icon=":material/refresh:"):
             clear_cache()
-    values = {k: str(st.session_state.get(f"w_{k}", "")).strip() for k in ("since", "project", "agent", "version", "environment")}
+    values = {k: str(st.session_state.get(f"w_{k}", "")).strip() for k in FILTER_KEYS if k != "until"}
     for key, value in values.items():
-        st.session_state[f"keep_{key}"] = value
         set_param(key, value)
     since = values["since"]
     return Filters(

@@ -80,7 +80,8 @@ def _render_step(step: StepView) -> None:
     if step.budget:
         b = step.budget
         st.caption(
-            "budget: " + ", ".join(f"{k} {b.used.get(k, 0):g}/{b.limit.get(k, 0):g}" for k in b.used)
+            "budget: "
+            + ", ".join(f"{k} {b.used[k]:g}" + (f"/{b.limit[k]:g}" if k in b.limit else "") for k in b.used)
             + (f" · headroom {b.headroom:.0%}" if b.headroom is not None else "")
             + (f" · exhausted: {b.exhausted}" if b.exhausted else "")
         )
@@ -123,7 +124,7 @@ with guard():
     if view.errors:
         lines = [
             f"- {'step ' + str(e.step_index) + ' · ' if e.step_index is not None else ''}`{e.name}`: "
-            f"{e.error_type or ''} {e.status_message or ''}"
+            f"{e.error_type or ''} {e.message or ''}"
             for e in view.errors[:20]
         ]
         more = f"\n\n… and {len(view.errors) - 20} more (see the Spans tab)" if len(view.errors) > 20 else ""
