@@ -72,9 +72,11 @@ def url_widget_value(key: str, default: str) -> None:
     is plain session state, which survives, and the widget's on_change callback (run before the
     script) updates it, so filters set on one page stay set on the next and user edits win.
     """
-    kkey = f"keep_{key}"
+    kkey, url = f"keep_{key}", param(key)
     if kkey not in st.session_state:
-        st.session_state[kkey] = param(key) or default
+        st.session_state[kkey] = url or default
+    elif url and url != st.session_state.get(f"url_{key}"):  # a link or an edited URL: the URL wins
+        st.session_state[kkey] = url
     st.session_state[f"w_{key}"] = st.session_state[kkey]
 
 
@@ -98,6 +100,7 @@ def filters_sidebar() -> Filters:
             clear_cache()
     values = {k: str(st.session_state.get(f"w_{k}", "")).strip() for k in FILTER_KEYS if k != "until"}
     for key, value in values.items():
+        st.session_state[f"url_{key}"] = value
         set_param(key, value)
     since = values["since"]
     return Filters(
