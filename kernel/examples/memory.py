@@ -60,6 +60,10 @@ class Memory:
         found = self.ok_results(tool)
         return found[-1][1] if found else None
 
+    def recorded(self, tool: str) -> bool:
+        """A call of `tool` was recorded but not executed (shadow mode, pending approval)."""
+        return any(t.call is not None and t.call.name == tool and t.outcome == "not_executed" for t in self.turns)
+
     def tried(self, tool: str) -> bool:
         return any(t.call is not None and t.call.name == tool for t in self.turns)
 

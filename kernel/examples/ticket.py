@@ -231,8 +231,12 @@ class TicketPolicy:
         ticket = (_TICKET_RE.findall(memory.task) or ["T-0"])[0]
         oid = (_ORDER_RE.findall(memory.task) or ["unknown"])[0]
         kind = _kind(memory.task)
-        resolved = memory.last_ok("resolve_ticket") is not None
+        # A side effect that was recorded but not executed (shadow mode) counts as done: the model
+        # was told so and moves on, as real models do.
+        resolved = memory.last_ok("resolve_ticket") is not None or memory.recorded("resolve_ticket")
         escalation = memory.last_ok("escalate_to_human")
+        if escalation is None and memory.recorded("escalate_to_human"):
+            escalation = {"escalation_id": "pending"}
 
         if kind == "legal_threat":
             if escalation is None:
@@ -283,6 +287,9 @@ class TicketPolicy:
         oid = order["order_id"]
         refund = memory.last_ok("create_refund_request")
         refused = memory.failed("create_refund_request", ToolErrorCode.DENIED, ToolErrorCode.EXCEPTION)
+        if refund is None and memory.recorded("create_refund_request"):
+            return Answer(f"Your refund request for order {oid} has been recorded and is awaiting review; "
+                          "we will confirm by email.", "The refund is recorded for review.")
         if refund is None and refused is None:
             return Act("create_refund_request", {"order_id": oid, "amount_usd": order["total_usd"],
                                                  "reason": f"{order['item']} arrived damaged"},
