@@ -1,0 +1,44 @@
+"""With nothing set up the kernel runs on the OTel no-op tracer: same result, no trace id, no
+spans anywhere. `tracing_disabled()` keeps runs out of an active pipeline, and with content
+capture off a traced run carries no content attribute at all."""
+
+from __future__ import annotations
+
+from kernel import telemetry
+from kernel.llm import ResilientLLM, ScriptedLLM
+from tests.tracer.kernel.kernel_runs import act, agent, final
+from tracer import conventions as c
+
+
+def _llm() -> ScriptedLLM:
+    return ScriptedLLM([act("add", a=2, b=3), act("big", n=300), final("5")])
+
+
+async def test_nothing_set_up_same_result_and_no_trace_id() -> None:
+    untraced = await agent(_llm(), observation_max_tokens=50).run("t")
+    assert untraced.ok and untraced.trace_id is None
+    assert [s.kind for s in untraced.steps] == ["tool", "tool", "finish"]
+    assert "tokens truncated" in untraced.steps[1].observation_text
+    resilient = await agent(ResilientLLM([_llm()])).run("t")
+    assert resilient.ok and resilient.trace_id is None
+
+
+async def test_tracing_disabled_emits_nothing_into_an_active_pipeline(memory_handle) -> None:
+    with telemetry.tracing_disabled():
+        result = await agent(ResilientLLM([_llm()])).run("t")
+    assert result.ok and result.trace_id is None
+    assert memory_handle.memory_exporter.get_finished_spans() == ()
+    traced = await agent(_llm()).run("t")  # and the switch is scoped: tracing is back after it
+    assert traced.trace_id is not None and len(memory_handle.memory_exporter.get_finished_spans()) == 14
+
+
+async def test_capture_off_records_no_content(memory_handle_factory) -> None:
+    handle = memory_handle_factory(capture_content=False)
+    result = await agent(_llm()).run("secret task text")
+    assert result.ok
+    finished = handle.memory_exporter.get_finished_spans()
+    assert len(finished) == 14
+    for span in finished:
+        assert not (set(span.attributes) & c.CONTENT_ATTRIBUTES), span.name
+    run = next(s for s in finished if s.name == "invoke_agent tester")
+    assert run.attributes[c.RUN_STEPS] == 3 and run.attributes[c.RUN_OK] is True
