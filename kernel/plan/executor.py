@@ -255,7 +255,7 @@ class Executor:
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(1 + max(0, self.config.retries)),
-            wait=wait_exponential_jitter(initial=self.config.backoff_initial_s, max=self.config.backoff_max_s,
+            wait=wait_exponential_jitter(multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s,
                                          jitter=self.config.backoff_initial_s),
             retry=retry_if_result(is_environmental),
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,

@@ -108,6 +108,8 @@ def revise(
         new_id = mapping[d.id]
         origin = new_id
         if d.replaces:
+            if d.replaces not in scope_set:  # an earlier id of the same lineage names its heir
+                d.replaces = next((x for x in scope if by_id[x].origin == d.replaces), d.replaces)
             if d.replaces not in scope_set:
                 raise PlanFormatError(
                     f"{d.id} replaces {d.replaces}, which is not among the steps to replace "
@@ -131,13 +133,19 @@ def revise(
                 version=version,
             )
         )
-    # The failed step keeps its lineage even when the draft did not say what replaces it: the
-    # first new step using the same tool is taken as its successor (so breakers still count).
-    if failed_id is not None and failed_id in scope_set and failed_id not in alias:
-        heir = next((s for s in new_steps if s.tool == by_id[failed_id].tool and s.origin == s.id), None)
+    # A replaced step the draft did not name in `replaces` is taken over by the first unclaimed
+    # new step using the same tool (the failed step first): its lineage carries on, so breakers
+    # still see "the same step failing", and untouched steps that read it are pointed at the heir.
+    claimed = set(alias.values())
+    order = ([failed_id] if failed_id in scope_set else []) + [x for x in scope if x != failed_id]
+    for old_id in order:
+        if old_id in alias:
+            continue
+        heir = next((s for s in new_steps if s.tool == by_id[old_id].tool and s.id not in claimed), None)
         if heir is not None:
-            alias[failed_id] = heir.id
-            heir.origin = by_id[failed_id].origin
+            alias[old_id] = heir.id
+            claimed.add(heir.id)
+            heir.origin = by_id[old_id].origin
     if alias:  # new steps may also name a replaced step by its old id: point them at the heir
         for s in new_steps:
             s.args = rewrite_refs(s.args, alias)
