@@ -2,6 +2,10 @@
 
 Why pages run inside a guard here: whatever a page does, the browser gets a clear message and
 never a traceback (together with `client.showErrorDetails = "none"`, set by `steplens ui`).
+
+Why the page scripts live in `views/` and not `pages/`: Streamlit serves every script of a
+`pages/` folder next to the entry point on its own URL whenever a run ends before
+`st.navigation` (as the login gate's `st.stop()` does), which would skip the login entirely.
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ st.set_page_config(page_title="steplens", page_icon=":material/insights:", layou
 require_login(load_ui_settings())
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", url_path="overview", default=True),
-    st.Page("pages/failures.py", title="Failures", icon=":material/error:", url_path="failures"),
-    st.Page("pages/tools.py", title="Tools", icon=":material/build:", url_path="tools"),
-    st.Page("pages/cost.py", title="Cost", icon=":material/payments:", url_path="cost"),
-    st.Page("pages/runs.py", title="Runs", icon=":material/list:", url_path="runs"),
-    st.Page("pages/trace.py", title="Trace", icon=":material/timeline:", url_path="trace"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", url_path="overview", default=True),
+    st.Page("views/failures.py", title="Failures", icon=":material/error:", url_path="failures"),
+    st.Page("views/tools.py", title="Tools", icon=":material/build:", url_path="tools"),
+    st.Page("views/cost.py", title="Cost", icon=":material/payments:", url_path="cost"),
+    st.Page("views/runs.py", title="Runs", icon=":material/list:", url_path="runs"),
+    st.Page("views/trace.py", title="Trace", icon=":material/timeline:", url_path="trace"),
+    st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
 ]
 
 page = st.navigation(PAGES)

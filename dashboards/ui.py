@@ -27,8 +27,8 @@ from dashboards.config import load_ui_settings
 
 log = logging.getLogger(__name__)
 
-TRACE_PAGE = "pages/trace.py"
-COMPARE_PAGE = "pages/compare.py"
+TRACE_PAGE = "views/trace.py"
+COMPARE_PAGE = "views/compare.py"
 FILTER_KEYS = ("project", "since", "until", "agent", "version", "environment")
 TIME_RANGES = ("1h", "6h", "24h", "7d", "30d", "90d", "all")
 DEFAULT_RANGE = "24h"

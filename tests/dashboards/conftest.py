@@ -81,11 +81,11 @@ def ui_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
 
 
 def open_page(page: str, query: dict[str, str] | None = None, timeout: float = 60) -> AppTest:
-    """Run the app, switch to `pages/<page>.py` with the given URL query, and run it."""
+    """Run the app, switch to `views/<page>.py` with the given URL query, and run it."""
     at = AppTest.from_file(str(APP), default_timeout=timeout)
     at.query_params.update(query or {})
     at.run()
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"views/{page}.py")
     at.query_params.update(query or {})
     return at.run()
 
