@@ -11,13 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
 
 Scope = Literal["ingest", "read", "admin"]
 
@@ -58,6 +60,15 @@ class Settings(BaseSettings):
     retention_interval_s: int = Field(3600, description="How often the retention sweep runs.")
     query_timeout_s: float = Field(10.0, description="Time limit of one query API request's SQL.")
     price_file: Path | None = Field(None, description="TOML file overriding/adding model prices (USD per 1M tokens).")
+    alerts: list[AlertRule] = Field(default_factory=list, description="Alert rules (`[[alerts]]`), see docs/alerts.md.")
+    alert_channels: list[AlertChannelConfig] = Field(
+        default_factory=list, description="Alert channels (`[[alert_channels]]`): webhooks; `log` always exists."
+    )
+
+    @model_validator(mode="after")
+    def _alert_rules(self) -> Settings:
+        check_rules(self.alerts, self.alert_channels)
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -309,6 +309,15 @@ def serve(
 
 def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRouter]]:
     """The read-only query API under /api (owned by ingest.api), as `serve` mounts it."""
+    from ingest.alerts.service import AlertService
     from ingest.api import build_query_router
+    from ingest.api.alerts import build_alerts_router
+    from ingest.api.regressions import build_regressions_router
 
-    return [("/api", build_query_router(store, timeout_s=settings.query_timeout_s))]  # type: ignore[arg-type]
+    # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
+    alerts = AlertService(store, settings.alerts, settings.alert_channels)
+    return [
+        ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+        ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+        ("/api", build_alerts_router(alerts, store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+    ]

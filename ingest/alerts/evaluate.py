@@ -1,0 +1,97 @@
+"""Evaluate one rule against the store: which subjects (agents) fire, with the evidence why.
+
+Every kind reuses ingest.analytics, so an alert says exactly what the Regressions page shows.
+Only regressions fire (a significant improvement is reported by the API, never paged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from ingest.alerts.rules import AlertRule, RuleKind
+from ingest.alerts.state import Outcome
+from ingest.analytics.compare import drift_report, release_report, runs_by_agent, window_report
+from ingest.analytics.findings import Finding, Pair, RegressionConfig, RunSet, Verdict, build_findings
+from ingest.analytics.metrics import metric_by_key
+from ingest.queries.filters import CommonFilters
+
+ALL = "*"
+
+
+def rule_filters(rule: AlertRule) -> CommonFilters:
+    return CommonFilters(
+        projects=None if rule.project is None else frozenset({rule.project}),
+        agent=rule.agent,
+        environment=rule.environment,
+    )
+
+
+def rule_config(rule: AlertRule) -> RegressionConfig:
+    return RegressionConfig(
+        min_relative_change=rule.min_relative_change, alpha=rule.alpha, min_samples=rule.min_samples,
+        metrics=[rule.metric],
+    )
+
+
+def _subject(agent: str | None) -> str:
+    return agent if agent is not None else "(no agent)"
+
+
+def _finding_outcome(f: Finding) -> Outcome:
+    firing = f.verdict is Verdict.REGRESSION
+    details: dict[str, Any] = f.model_dump(mode="json")
+    summary = (
+        f"{f.metric} {f.current.value:.4g} ({f.current.label}) vs {f.baseline.value:.4g} ({f.baseline.label}): "
+        f"{f.verdict.value}, {f.reason}"
+        if f.current.value is not None and f.baseline.value is not None
+        else f"{f.metric}: {f.verdict.value}, {f.reason}"
+    )
+    return Outcome(_subject(f.agent), firing, f.current.value, summary, details,
+                   [*f.current.examples, *f.baseline.examples] if firing else [])
+
+
+def _threshold(cur: duckdb.DuckDBPyConnection, rule: AlertRule, now: datetime) -> list[Outcome]:
+    """The window's value per agent, via the same machinery (an empty baseline side)."""
+    sets = runs_by_agent(cur, replace(rule_filters(rule), since=now - rule.window, until=now))
+    metric = metric_by_key(rule.metric)
+    config = RegressionConfig(min_samples=rule.min_samples, metrics=[rule.metric])
+    outcomes = []
+    for agent, runs in sets.items():
+        f = build_findings([Pair(agent, RunSet(), runs, "-", f"last {rule.window}")], "threshold", config)[0]
+        value, n = f.current.value, f.current.n
+        enough = n >= rule.min_samples and value is not None
+        assert rule.threshold is not None
+        firing = enough and value > rule.threshold  # type: ignore[operator]
+        what = "mean" if metric.kind.value == "per_run" else "rate"
+        if not enough:
+            summary = f"{rule.metric}: {n} runs in the last {rule.window}, fewer than min_samples {rule.min_samples}"
+        else:
+            summary = (f"{rule.metric} {what} {value:.4g} over {n} runs in the last {rule.window} "
+                       f"{'>' if firing else '<='} threshold {rule.threshold:g}")
+        outcomes.append(Outcome(_subject(agent), firing, value, summary, f.model_dump(mode="json"),
+                                f.current.examples if firing else []))  # type: ignore[arg-type]
+    return outcomes
+
+
+def evaluate(cur: duckdb.DuckDBPyConnection, rule: AlertRule, now: datetime) -> list[Outcome]:
+    """Outcomes of `rule` at `now`, one per agent seen (naive UTC `now`)."""
+    if rule.kind is RuleKind.THRESHOLD:
+        return _threshold(cur, rule, now)
+    if rule.kind is RuleKind.WINDOW:
+        report = window_report(cur, rule_filters(rule), now, rule.window, rule.baseline, rule_config(rule))
+        return [_finding_outcome(f) for f in report.findings]
+    if rule.kind is RuleKind.RELEASE:
+        report = release_report(cur, rule_filters(rule), now, rule.baseline_version, rule.current_version,
+                                rule_config(rule))
+        return [_finding_outcome(f) for f in report.findings]
+    results = drift_report(cur, rule_filters(rule), now - rule.lookback, now, rule.drift)
+    outcomes = []
+    for r in results:
+        firing = r.verdict == "drift_up"
+        outcomes.append(Outcome(_subject(r.agent), firing, r.current_mean, f"mean steps per run: {r.reason}",
+                                r.model_dump(mode="json", exclude={"points"}), r.examples if firing else []))
+    return outcomes

@@ -1,0 +1,137 @@
+"""The alert service the server runs: evaluates each rule on its interval, persists transitions
+through the store's writer, hands notifications to the dispatcher.
+
+Why a thread and not the event loop: evaluation runs DuckDB queries and scipy, both blocking;
+on the loop they would stall OTLP exports. Why errors are kept per rule: a rule that cannot be
+evaluated (bad data, a query over the time limit) must show up in `GET /api/alerts` and the log,
+not disappear, and must not stop the other rules.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ingest.alerts.channels import Dispatcher
+from ingest.alerts.evaluate import evaluate
+from ingest.alerts.rules import AlertChannelConfig, AlertRule
+from ingest.alerts.state import AlertEvent, apply_outcomes
+
+log = logging.getLogger(__name__)
+
+WRITE_TIMEOUT_S = 30.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@dataclass
+class RuleStatus:
+    last_evaluated: datetime | None = None
+    next_due: datetime | None = None
+    last_error: str | None = None
+    evaluations: int = 0
+
+
+@dataclass
+class CheckResult:
+    evaluated: int
+    events: list[AlertEvent] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class AlertService:
+    """`store` needs `read()` (time-limited cursor) and `run_write(fn) -> Future` (SpanStore)."""
+
+    def __init__(
+        self, store: object, rules: list[AlertRule], channels: list[AlertChannelConfig],
+        clock: Callable[[], datetime] = utcnow, dispatcher: Dispatcher | None = None,
+    ) -> None:
+        self.store = store
+        self.rules = list(rules)
+        self.channels = list(channels)
+        self.clock = clock
+        self.dispatcher = dispatcher or Dispatcher(self.channels)
+        self.status: dict[str, RuleStatus] = {r.name: RuleStatus() for r in self.rules}
+        self._eval_lock = threading.Lock()  # one evaluation at a time (loop vs POST /alerts/check)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def start(self, background: bool = True) -> None:
+        """Start the dispatcher and, when there are rules and `background`, the evaluation loop."""
+        self.dispatcher.start()
+        if background and self.rules and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="steplens-alert-evaluator", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.dispatcher.stop(timeout)
+
+    # ---- evaluation -----------------------------------------------------------------------------
+
+    def evaluate_rule(self, rule: AlertRule, now: datetime | None = None) -> list[AlertEvent]:
+        """Evaluate `rule` once, persist its transitions, queue notifications; raises on failure."""
+        now = now or self.clock()
+        with self.store.read() as cur:  # type: ignore[attr-defined]
+            outcomes = evaluate(cur, rule, now)
+        future = self.store.run_write(  # type: ignore[attr-defined]
+            lambda conn: apply_outcomes(conn, rule.name, rule.severity.value, rule.channels, rule.cooldown,
+                                        outcomes, now)
+        )
+        events: list[AlertEvent] = future.result(WRITE_TIMEOUT_S)
+        for event in events:
+            self.dispatcher.submit(event)
+        return events
+
+    def check(self, now: datetime | None = None) -> CheckResult:
+        """Evaluate every rule now (the `alerts check` path); failures are reported per rule."""
+        result = CheckResult(evaluated=0)
+        with self._eval_lock:
+            for rule in self.rules:
+                events, error = self._guarded(rule, now)
+                result.evaluated += 1
+                result.events.extend(events)
+                if error:
+                    result.errors[rule.name] = error
+        return result
+
+    def _guarded(self, rule: AlertRule, now: datetime | None) -> tuple[list[AlertEvent], str | None]:
+        status = self.status.setdefault(rule.name, RuleStatus())
+        at = now or self.clock()
+        try:
+            events = self.evaluate_rule(rule, at)
+        except Exception as exc:  # noqa: BLE001 - kept on the rule and logged: errors are data
+            log.exception("alert rule %r could not be evaluated", rule.name)
+            status.last_error = f"{type(exc).__name__}: {exc}"
+            events = []
+        else:
+            status.last_error = None
+        status.last_evaluated = at
+        status.next_due = at + rule.interval
+        status.evaluations += 1
+        return events, status.last_error
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = self.clock()
+            for rule in self.rules:
+                status = self.status[rule.name]
+                if status.next_due is None or status.next_due <= now:
+                    with self._eval_lock:
+                        self._guarded(rule, None)
+                if self._stop.is_set():
+                    return
+            dues = [s.next_due for s in self.status.values() if s.next_due is not None]
+            wait = max(0.05, min(((d - self.clock()).total_seconds() for d in dues), default=1.0))
+            self._stop.wait(min(wait, 60.0))

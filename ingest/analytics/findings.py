@@ -1,0 +1,216 @@
+"""Turn two sets of runs per agent into findings: test every metric, correct across the whole
+report, and flag only changes that are both significant and large enough.
+
+Why both conditions: with thousands of runs a 1% change is "significant" but nobody should be
+paged for it; with a dozen runs a 40% change is noise. The floor (`min_relative_change`) and the
+corrected p-value (`alpha`) together are what separates a real shift from noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ingest.analytics.metrics import (
+    FAILURE_RATE,
+    PER_RUN_METRICS,
+    STOP_REASON_PREFIX,
+    Metric,
+    MetricKind,
+    metric_by_key,
+    stop_reason_metric,
+)
+from ingest.analytics.stats import TestResult, adjust, compare_rates, compare_samples
+
+EXAMPLES_PER_SIDE = 3
+
+
+class Verdict(StrEnum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no_change"
+    INSUFFICIENT_DATA = "insufficient_data"
+
+
+class RegressionConfig(BaseModel):
+    """When a change counts. Defaults are deliberately strict: an alert nobody trusts is worse than none."""
+
+    min_relative_change: float = Field(0.10, ge=0, description="Smallest |relative change| flagged (0.10 = 10%).")
+    alpha: float = Field(0.01, gt=0, lt=1, description="Benjamini-Hochberg false discovery rate across the report.")
+    min_samples: int = Field(30, ge=2, description="Runs needed on EACH side before a metric is tested.")
+    confidence: float = Field(0.95, gt=0, lt=1, description="Level of the reported confidence intervals.")
+    metrics: list[str] | None = Field(
+        None, description="Metric keys to check; default: every per-run metric, failure_rate and stop reasons seen."
+    )
+
+
+@dataclass
+class RunSet:
+    """The runs of one side of a comparison, column-wise; NULLs are NaN (per-run) or None."""
+
+    trace_ids: list[str] = field(default_factory=list)
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # per-run metric key -> float array
+    ok: list[bool | None] = field(default_factory=list)
+    stop_reasons: list[str | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.trace_ids)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One comparison to make: an agent's baseline and current runs, with labels saying which is which."""
+
+    agent: str | None
+    baseline: RunSet
+    current: RunSet
+    baseline_label: str
+    current_label: str
+
+
+class SideSummary(BaseModel):
+    label: str = Field(description="What this side is: a time window or an agent version.")
+    n: int
+    value: float | None = Field(description="Mean per run, or the proportion for rate metrics.")
+    ci_low: float | None
+    ci_high: float | None
+    examples: list[str] = Field(default_factory=list, description="Trace ids of example runs.")
+
+
+class Finding(BaseModel):
+    metric: str
+    agent: str | None
+    comparison: str  # window | release
+    baseline: SideSummary
+    current: SideSummary
+    relative_change: float | None
+    effect_size: float | None = Field(description="Rank-biserial r (per-run metrics) or Cohen's h (rates).")
+    test: str | None
+    p_value: float | None
+    q_value: float | None = Field(description="p-value adjusted (Benjamini-Hochberg) across the whole report.")
+    verdict: Verdict
+    flagged: bool
+    reason: str
+
+
+def metrics_for(pair: Pair, config: RegressionConfig) -> list[Metric]:
+    if config.metrics is not None:
+        return [metric_by_key(k) for k in config.metrics]
+    reasons = sorted({r for r in (*pair.baseline.stop_reasons, *pair.current.stop_reasons) if r})
+    return [*PER_RUN_METRICS.values(), FAILURE_RATE, *(stop_reason_metric(r) for r in reasons)]
+
+
+def _events(runs: RunSet, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
+    """(has a value, has the event) masks of a rate metric over `runs`."""
+    if metric.stop_reason is None:  # failure rate: only runs that report ok count
+        known = np.array([o is not None for o in runs.ok], dtype=bool)
+        event = np.array([o is False for o in runs.ok], dtype=bool)
+    else:
+        known = np.array([r is not None for r in runs.stop_reasons], dtype=bool)
+        event = np.array([r == metric.stop_reason for r in runs.stop_reasons], dtype=bool)
+    return known, event
+
+
+def _test(pair: Pair, metric: Metric, config: RegressionConfig) -> tuple[TestResult, list[str], list[str]]:
+    b, c = pair.baseline, pair.current
+    if metric.kind is MetricKind.PER_RUN:
+        bv, cv = b.values.get(metric.key, np.array([])), c.values.get(metric.key, np.array([]))
+        bm, cm = ~np.isnan(bv), ~np.isnan(cv)
+        result = compare_samples(bv[bm], cv[cm], config.confidence)
+        return result, _typical(b, bv, bm), _extreme(c, cv, cm, metric.higher_is_worse)
+    bk, be = _events(b, metric)
+    ck, ce = _events(c, metric)
+    result = compare_rates(int(be.sum()), int(bk.sum()), int(ce.sum()), int(ck.sum()), config.confidence)
+    return result, _with_event(b, be), _with_event(c, ce)
+
+
+def _typical(runs: RunSet, values: np.ndarray, mask: np.ndarray) -> list[str]:
+    """Runs closest to the side's median: what "normal" looked like."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return []
+    order = idx[np.argsort(np.abs(values[idx] - np.median(values[idx])), kind="stable")]
+    return [runs.trace_ids[i] for i in order[:EXAMPLES_PER_SIDE]]
+
+
+def _extreme(runs: RunSet, values: np.ndarray, mask: np.ndarray, higher_is_worse: bool) -> list[str]:
+    """The worst runs of the side: the evidence a reader opens first."""
+    idx = np.flatnonzero(mask)
+    order = idx[np.argsort(-values[idx] if higher_is_worse else values[idx], kind="stable")]
+    return [runs.trace_ids[i] for i in order[:EXAMPLES_PER_SIDE]]
+
+
+def _with_event(runs: RunSet, event: np.ndarray) -> list[str]:
+    return [runs.trace_ids[i] for i in np.flatnonzero(event)[:EXAMPLES_PER_SIDE]]
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1%}"
+
+
+def build_findings(pairs: list[Pair], comparison: str, config: RegressionConfig) -> list[Finding]:
+    """Every metric of every pair, flagged ones first (smallest q first)."""
+    pending: list[tuple[Pair, Metric, TestResult, bool, list[str], list[str]]] = []
+    for pair in pairs:
+        for metric in metrics_for(pair, config):
+            result, b_ex, c_ex = _test(pair, metric, config)
+            enough = result.baseline.n >= config.min_samples and result.current.n >= config.min_samples
+            pending.append((pair, metric, result, enough, b_ex, c_ex))
+    q_iter = iter(adjust([r.p_value for _, _, r, enough, _, _ in pending if enough]))
+    findings = []
+    for pair, metric, raw, enough, b_ex, c_ex in pending:
+        q = next(q_iter) if enough else None
+        verdict, reason = _verdict(raw, q, metric, config)
+        findings.append(
+            Finding(
+                metric=metric.key,
+                agent=pair.agent,
+                comparison=comparison,
+                baseline=SideSummary(label=pair.baseline_label, n=raw.baseline.n, value=raw.baseline.value,
+                                     ci_low=raw.baseline.ci_low, ci_high=raw.baseline.ci_high, examples=b_ex),
+                current=SideSummary(label=pair.current_label, n=raw.current.n, value=raw.current.value,
+                                    ci_low=raw.current.ci_low, ci_high=raw.current.ci_high, examples=c_ex),
+                relative_change=raw.relative_change,
+                effect_size=raw.effect_size,
+                test=raw.test if enough else None,
+                p_value=raw.p_value if enough else None,
+                q_value=q,
+                verdict=verdict,
+                flagged=verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT),
+                reason=reason,
+            )
+        )
+    findings.sort(key=_order)
+    return findings
+
+
+def _order(f: Finding) -> tuple[bool, bool, float]:
+    return (not f.flagged, f.verdict is not Verdict.REGRESSION, f.q_value if f.q_value is not None else 2.0)
+
+
+def _verdict(r: TestResult, q: float | None, metric: Metric, config: RegressionConfig) -> tuple[Verdict, str]:
+    if q is None:
+        return Verdict.INSUFFICIENT_DATA, (
+            f"needs {config.min_samples} runs on each side, has {r.baseline.n} (baseline) and {r.current.n} (current)"
+        )
+    if r.baseline.value is None or r.current.value is None:
+        return Verdict.INSUFFICIENT_DATA, "no values on one side"
+    diff = r.current.value - r.baseline.value
+    if q >= config.alpha:
+        return Verdict.NO_CHANGE, f"not significant: q={q:.3g} >= alpha {config.alpha:g} ({_pct(r.relative_change)})"
+    large = abs(r.relative_change) >= config.min_relative_change if r.relative_change is not None else diff != 0
+    if not large:
+        return Verdict.NO_CHANGE, (
+            f"change {_pct(r.relative_change)} is below the {config.min_relative_change:.0%} floor (q={q:.3g})"
+        )
+    worse = (diff > 0) == metric.higher_is_worse
+    verdict = Verdict.REGRESSION if worse else Verdict.IMPROVEMENT
+    return verdict, f"{_pct(r.relative_change)} with q={q:.3g} < {config.alpha:g}"
+
+
+__all__ = [
+    "STOP_REASON_PREFIX", "Finding", "Pair", "RegressionConfig", "RunSet", "SideSummary", "Verdict", "build_findings",
+]
