@@ -21,6 +21,12 @@ app = typer.Typer(
 DEFAULT_API = "http://127.0.0.1:4318"
 
 
+@app.callback()
+def _root() -> None:
+    """Observability for AI agent runs. (A callback keeps `steplens serve` a subcommand even while it
+    is the only command; without one typer would run it as the root command.)"""
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1; 0.0.0.0 needs API keys).")] = None,
