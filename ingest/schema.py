@@ -114,6 +114,91 @@ RUNS_ROOT_TRACKING = [
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS span_end TIMESTAMP",
 ]
 
+# Analytics (failure clusters, per-tool stats, cost attribution): facts derived at load time by
+# ingest/store/analytics_load.py so that those queries never scan the spans table or parse JSON.
+ANALYTICS_SPAN_COLUMNS = [
+    # tool spans: steplens.tool.decision
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS tool_decision VARCHAR",
+    # truncate spans: steplens.truncate.output_tokens; tool spans: estimate from the result's length
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS observation_tokens BIGINT",
+    # truncate spans: steplens.truncate.dropped_tokens / .truncated
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS dropped_tokens BIGINT",
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS truncated BOOLEAN",
+    # error spans: status message (or exception.message) with variable parts masked
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS error_template VARCHAR",
+]
+
+# The run's last error (the latest-ending failed span, leaves before containers), kept up to date
+# incrementally like the rest of the runs row; `failure_signature` is derived from it.
+RUNS_LAST_ERROR = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_rank INTEGER",  # 2 leaf, 1 step, 0 foreign agent
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_at TIMESTAMP",  # its end time
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_span_id VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_kind VARCHAR",  # OperationClass
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_tool VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_type VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_template VARCHAR",
+]
+
+# One row per tool span with its three cost parts' inputs; recomputed per trace when the trace
+# gets new tool/llm/truncate/step spans (decision and observation need the siblings).
+TOOL_CALLS_DDL = """
+CREATE TABLE IF NOT EXISTS tool_calls (
+    project            VARCHAR   NOT NULL,
+    trace_id           VARCHAR   NOT NULL,
+    span_id            VARCHAR   NOT NULL,
+    tool_name          VARCHAR,
+    start_time         TIMESTAMP NOT NULL,
+    end_time           TIMESTAMP NOT NULL,
+    duration_ms        DOUBLE,
+    is_error           BOOLEAN   NOT NULL,
+    error_type         VARCHAR,
+    decision           VARCHAR,              -- steplens.tool.decision
+    direct_cost_usd    DOUBLE,               -- the tool span's own cost
+    decision_cost_usd  DOUBLE,               -- its share of the LLM call(s) that chose it
+    decision_llm_calls DOUBLE,               -- its share of those calls (1/k each)
+    decision_input_tokens  DOUBLE,
+    decision_output_tokens DOUBLE,
+    observation_tokens BIGINT,               -- tokens of its observation as the model saw it
+    observation_source VARCHAR,              -- 'truncate' | 'estimate' | NULL (unknown)
+    truncated          BOOLEAN,
+    dropped_tokens     BIGINT
+)
+"""
+
+# Observation tokens re-sent to later LLM calls, per tool span and per model of those calls:
+# priced at query time with the price table's input price (so a price update applies to history).
+TOOL_CARRY_DDL = """
+CREATE TABLE IF NOT EXISTS tool_carry (
+    project            VARCHAR   NOT NULL,
+    trace_id           VARCHAR   NOT NULL,
+    span_id            VARCHAR   NOT NULL,
+    tool_name          VARCHAR,
+    start_time         TIMESTAMP NOT NULL,
+    model              VARCHAR   NOT NULL,   -- model of the later calls ('' when unknown)
+    later_calls        BIGINT    NOT NULL,
+    resent_tokens      BIGINT    NOT NULL    -- observation_tokens * later_calls
+)
+"""
+
+# LLM usage per run and model, merged incrementally: cost attribution by model/provider without
+# scanning the spans table.
+RUN_MODELS_DDL = """
+CREATE TABLE IF NOT EXISTS run_models (
+    project            VARCHAR   NOT NULL,
+    trace_id           VARCHAR   NOT NULL,
+    model              VARCHAR,
+    provider           VARCHAR,
+    start_time         TIMESTAMP NOT NULL,   -- first call's start
+    llm_calls          BIGINT    NOT NULL,
+    input_tokens       BIGINT    NOT NULL,
+    output_tokens      BIGINT    NOT NULL,
+    cost_usd           DOUBLE
+)
+"""
+
+ANALYTICS_MIGRATION = [*ANALYTICS_SPAN_COLUMNS, *RUNS_LAST_ERROR, TOOL_CALLS_DDL, TOOL_CARRY_DDL, RUN_MODELS_DDL]
+
 # Alerting (ingest.alerts): the current state of every (rule, agent) pair, so firing/resolved and the
 # re-notification cooldown survive a restart, and the history of what was notified. Written only on
 # the store's writer thread (SpanStore.run_write).
@@ -150,6 +235,6 @@ CREATE TABLE IF NOT EXISTS alert_events (
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
     [SPOOL_POSITION_DDL, *RUNS_ROOT_TRACKING],
-    [],  # version 3: reserved for analytics
+    ANALYTICS_MIGRATION,  # version 3: analytics (failure signatures, tool costs, cost by model)
     [ALERT_STATE_DDL, ALERT_EVENTS_DDL],  # version 4: alerting
 ]

@@ -327,3 +327,8 @@ TRACELOOP_ASSOCIATION_SESSION_ID = "traceloop.association.properties.session_id"
 DEPLOYMENT_ENVIRONMENT = "deployment.environment"  # deprecated resource attribute, still common
 EXCEPTION_EVENT = "exception"  # span event name of recorded exceptions
 EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"  # attribute of the `exception` event
+
+# Read by ingest's analytics (added for per-tool observation size of foreign clients).
+OI_INPUT_VALUE = "input.value"  # OpenInference: a span's input (a tool's arguments)
+OI_OUTPUT_VALUE = "output.value"  # OpenInference: a span's output (a tool's result)

@@ -25,6 +25,8 @@ from datetime import datetime, timedelta
 import duckdb
 import pyarrow as pa
 
+from ingest.store import analytics_load
+from ingest.store.signature import register_sql_function
 from ingest.store.spool import Position
 from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, OperationClass
 
@@ -48,7 +50,7 @@ SELECT
 """
 
 # Slow path, only when duplicates exist: materialize the batch's new spans, once each.
-_NEW_SPANS = """
+_NEW_SPANS = f"""
 CREATE OR REPLACE TEMP TABLE new_spans AS
 WITH batch_once AS (
     SELECT * FROM batch
@@ -59,9 +61,12 @@ probe AS (
     WHERE start_time BETWEEN $lo AND $hi
       AND trace_id IN (SELECT DISTINCT trace_id FROM batch)
 )
-SELECT b.* FROM batch_once b ANTI JOIN probe p
+SELECT b.*, {analytics_load.DERIVED_SPAN_COLUMNS} FROM batch_once b ANTI JOIN probe p
     ON p.project = b.project AND p.trace_id = b.trace_id AND p.span_id = b.span_id
 """
+
+# Fast path (no duplicates): every span of the batch, with the derived analytics columns.
+_ALL_SPANS = f"CREATE OR REPLACE TEMP TABLE new_spans AS SELECT *, {analytics_load.DERIVED_SPAN_COLUMNS} FROM batch"
 
 _BATCH_RUNS = """
 CREATE OR REPLACE TEMP TABLE batch_runs AS
@@ -105,8 +110,19 @@ roots AS (
         PARTITION BY project, trace_id
         ORDER BY r_rank DESC, start_time, parent_span_id IS NULL DESC, duration_ms DESC, span_id
     ) = 1
+),
+errs AS (
+    -- the batch's latest-ending error span per trace: leaves (rank 2) before steps (1) before a
+    -- foreign client's agent span (0); our own run span only repeats the stop reason, so it is skipped
+    SELECT project, trace_id,
+        CASE WHEN operation = $agent THEN 0 WHEN operation = $step THEN 1 ELSE 2 END AS e_rank,
+        end_time AS e_at, span_id AS e_span_id, operation AS e_kind, tool_name AS e_tool,
+        error_type AS e_type, error_template AS e_template
+    FROM new_spans
+    WHERE (status = 'ERROR' OR error_type IS NOT NULL) AND NOT (operation = $agent AND stop_reason IS NOT NULL)
+    QUALIFY row_number() OVER (PARTITION BY project, trace_id ORDER BY e_rank DESC, end_time DESC, span_id DESC) = 1
 )
-SELECT * FROM agg LEFT JOIN roots USING (project, trace_id)
+SELECT * FROM agg LEFT JOIN roots USING (project, trace_id) LEFT JOIN errs USING (project, trace_id)
 """
 
 _OLD_RUNS = """
@@ -114,7 +130,19 @@ CREATE OR REPLACE TEMP TABLE old_runs AS
 SELECT o.* FROM runs o SEMI JOIN batch_runs b ON o.project = b.project AND o.trace_id = b.trace_id
 """
 
-_MERGED_RUNS = """
+# A failed run's signature: where and how its last error happened, e.g.
+# `tool[lookup] timeout: tool timed out after <num> s`; the stop reason alone when no span failed.
+FAILURE_SIGNATURE_SQL = """CASE WHEN ok = false THEN
+    CASE WHEN last_error_kind IS NULL THEN coalesce(stop_reason, 'unknown')
+    ELSE concat(
+        last_error_kind,
+        CASE WHEN last_error_tool IS NOT NULL THEN concat('[', last_error_tool, ']') ELSE '' END,
+        CASE WHEN last_error_type IS NOT NULL THEN concat(' ', last_error_type) ELSE '' END,
+        CASE WHEN last_error_template IS NOT NULL THEN concat(': ', last_error_template) ELSE '' END)
+    END
+END"""
+
+_MERGED_RUNS = f"""
 CREATE OR REPLACE TEMP TABLE merged_runs AS
 WITH w AS (
     SELECT b.project, b.trace_id,
@@ -123,7 +151,13 @@ WITH w AS (
             OR b.r_rank > coalesce(CASE o.root_kind WHEN $root_agent THEN 2 WHEN $root_parentless THEN 1 END, 0)
             OR (b.r_rank = CASE o.root_kind WHEN $root_agent THEN 2 WHEN $root_parentless THEN 1 END
                 AND b.r_start < o.start_time)
-        ) AS wins
+        ) AS wins,
+        b.e_rank IS NOT NULL AND (
+            o.last_error_rank IS NULL
+            OR b.e_rank > o.last_error_rank
+            OR (b.e_rank = o.last_error_rank AND b.e_at > o.last_error_at)
+            OR (b.e_rank = o.last_error_rank AND b.e_at = o.last_error_at AND b.e_span_id > o.last_error_span_id)
+        ) AS err_wins
     FROM batch_runs b LEFT JOIN old_runs o ON o.project = b.project AND o.trace_id = b.trace_id
 ),
 m AS (
@@ -166,12 +200,19 @@ m AS (
             ELSE o.cost_usd + b.cost_usd END AS cost_usd,
         list_sort(list_distinct(list_concat(coalesce(o.models, []::VARCHAR[]), coalesce(b.models, []::VARCHAR[]))))
             AS models,
-        o.failure_signature AS failure_signature,
+        CASE WHEN err_wins THEN b.e_rank ELSE o.last_error_rank END AS last_error_rank,
+        CASE WHEN err_wins THEN b.e_at ELSE o.last_error_at END AS last_error_at,
+        CASE WHEN err_wins THEN b.e_span_id ELSE o.last_error_span_id END AS last_error_span_id,
+        CASE WHEN err_wins THEN b.e_kind ELSE o.last_error_kind END AS last_error_kind,
+        CASE WHEN err_wins THEN b.e_tool ELSE o.last_error_tool END AS last_error_tool,
+        CASE WHEN err_wins THEN b.e_type ELSE o.last_error_type END AS last_error_type,
+        CASE WHEN err_wins THEN b.e_template ELSE o.last_error_template END AS last_error_template,
         coalesce(o.span_count, 0) + b.span_count AS span_count
     FROM batch_runs b JOIN w USING (project, trace_id) LEFT JOIN old_runs o USING (project, trace_id)
 )
 SELECT * EXCLUDE (root_duration),
     coalesce(root_duration, date_diff('microsecond', start_time, end_time) / 1000.0) AS duration_ms,
+    {FAILURE_SIGNATURE_SQL} AS failure_signature,
     $now AS updated_at
 FROM m
 """
@@ -189,6 +230,7 @@ _CLEANUP = [
 ]
 
 _RUN_PARAMS = {
+    "step": OperationClass.STEP.value,
     "llm": OperationClass.LLM.value,
     "tool": OperationClass.TOOL.value,
     "agent": OperationClass.AGENT.value,
@@ -237,6 +279,7 @@ def load_batch(
     how records that normalized to nothing still advance the mark).
     """
     received = 0 if table is None else table.num_rows
+    register_sql_function(conn)  # the error-template function the derived columns call
     conn.execute("BEGIN TRANSACTION")
     try:
         inserted = 0
@@ -249,20 +292,21 @@ def load_batch(
                 window = {"lo": lo - DEDUP_MARGIN, "hi": hi + DEDUP_MARGIN}
                 within, stored = conn.execute(_DUPLICATES, window).fetchall()[0]
                 if within or stored:
-                    conn.execute(_NEW_SPANS, window)
+                    analytics_load.execute(conn, _NEW_SPANS, window)
                     inserted = conn.execute("SELECT count(*) FROM new_spans").fetchall()[0][0]
                 else:
-                    conn.execute("CREATE OR REPLACE TEMP TABLE new_spans AS SELECT * FROM batch")
+                    analytics_load.execute(conn, _ALL_SPANS)
                     inserted = received
             finally:
                 conn.unregister("batch")
             if inserted:
-                conn.execute("INSERT INTO spans SELECT * FROM new_spans")
+                conn.execute("INSERT INTO spans BY NAME SELECT * FROM new_spans")
                 conn.execute(_BATCH_RUNS, _RUN_PARAMS)
                 conn.execute(_OLD_RUNS)
                 conn.execute(_MERGED_RUNS, {"root_agent": ROOT_AGENT, "root_parentless": ROOT_PARENTLESS, "now": now})
                 for statement in _REPLACE_RUNS:
                     conn.execute(statement)
+                analytics_load.maintain(conn)
             for statement in _CLEANUP:
                 conn.execute(statement)
         _set_position(conn, position, now)

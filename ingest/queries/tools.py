@@ -1,0 +1,89 @@
+"""Per-tool statistics and the three-part tool cost, over the load-time `tool_calls`/`tool_carry` rows.
+
+The cost parts (docs/analytics.md): direct = the tool span's own cost; decision = the tool's share
+of the LLM call(s) that chose it; carry = its observation tokens times the number of later LLM
+calls of the run, priced at each model's input price. Carry is returned here as resent tokens per
+(tool, model); the API prices them with the price table, so a price update applies to history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from ingest.queries.filters import CommonFilters
+from ingest.queries.run_scope import scoped_from
+from tracer.conventions import ToolDecision, ToolErrorCode
+
+EXAMPLE_CANDIDATES = 12  # trace ids fetched per tool; deduplicated to a few examples by the caller
+
+_STATS = """
+SELECT t.tool_name AS tool,
+    count(*) AS calls,
+    count(DISTINCT t.trace_id) AS runs,
+    count(*) FILTER (WHERE t.is_error) AS errors,
+    count(*) FILTER (WHERE t.error_type = ?) AS timeouts,
+    count(*) FILTER (WHERE t.decision = ? OR t.error_type = ?) AS denials,
+    quantile_cont(t.duration_ms, 0.5) AS p50_ms,
+    quantile_cont(t.duration_ms, 0.95) AS p95_ms,
+    count(*) FILTER (WHERE t.truncated) AS truncated_calls,
+    coalesce(sum(t.dropped_tokens), 0) AS dropped_tokens,
+    coalesce(sum(t.observation_tokens), 0) AS observation_tokens,
+    count(*) FILTER (WHERE t.observation_source = 'estimate') AS estimated_observations,
+    coalesce(sum(t.direct_cost_usd), 0.0) AS direct,
+    coalesce(sum(t.decision_cost_usd), 0.0) AS decision,
+    coalesce(sum(t.decision_llm_calls), 0.0) AS decision_llm_calls,
+    coalesce(sum(t.decision_input_tokens), 0.0) AS decision_input_tokens,
+    coalesce(sum(t.decision_output_tokens), 0.0) AS decision_output_tokens,
+    max_by(t.trace_id, (t.is_error::BIGINT << 60) + epoch_us(t.start_time), {examples}) AS example_candidates
+{scope}
+GROUP BY t.tool_name
+"""
+
+_ERRORS_BY_TYPE = """
+SELECT t.tool_name, coalesce(t.error_type, 'error') AS error_type, count(*) AS n
+{scope} AND t.is_error
+GROUP BY t.tool_name, coalesce(t.error_type, 'error')
+"""
+
+_CARRY = """
+SELECT c.tool_name, c.model, sum(c.resent_tokens) AS resent_tokens
+{scope}
+GROUP BY c.tool_name, c.model
+"""
+
+
+@dataclass(frozen=True)
+class ToolRows:
+    stats: list[dict[str, Any]]
+    errors_by_type: dict[str | None, dict[str, int]]
+    carry_tokens: dict[str | None, dict[str, int]]  # tool -> model ('' when unknown) -> resent tokens
+
+
+def _where_true(scope: str) -> str:
+    """`scope` is a FROM clause without WHERE; give later fragments a WHERE to AND onto."""
+    return f"{scope} WHERE TRUE"
+
+
+def tool_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ToolRows:
+    scope, params = scoped_from("tool_calls", "t", filters)
+    cur.execute(
+        _STATS.format(scope=scope, examples=EXAMPLE_CANDIDATES),
+        [ToolErrorCode.TIMEOUT.value, ToolDecision.DENIED.value, ToolErrorCode.DENIED.value, *params],
+    )
+    names = [d[0] for d in cur.description]
+    stats = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    cur.execute(_ERRORS_BY_TYPE.format(scope=_where_true(scope)), params)
+    errors: dict[str | None, dict[str, int]] = {}
+    for tool, error_type, n in cur.fetchall():
+        errors.setdefault(tool, {})[error_type] = int(n)
+
+    carry_scope, carry_params = scoped_from("tool_carry", "c", filters)
+    cur.execute(_CARRY.format(scope=carry_scope), carry_params)
+    carry: dict[str | None, dict[str, int]] = {}
+    for tool, model, tokens in cur.fetchall():
+        carry.setdefault(tool, {})[model] = int(tokens or 0)
+    return ToolRows(stats, errors, carry)

@@ -1,0 +1,82 @@
+"""Error message templates: the variable parts of an error message masked, so failures group.
+
+Why masking instead of an LLM or fuzzy matching: the same failure ("timeout after 30 s calling
+https://api/x/123") must land in the same cluster every time, cheaply, on the writer thread, at
+load time. Numbers, ids, hex, uuids, paths, URLs, quoted values, emails and timestamps are the
+parts that differ between occurrences of one failure; what remains is the failure's shape.
+
+The function is registered as a DuckDB scalar function on the writer connection so that the
+loader computes `spans.error_template` in the same SQL statement that builds the batch; DuckDB
+calls it only for error spans (it is wrapped in CASE), never for ordinary spans.
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+from duckdb.sqltypes import VARCHAR
+
+SQL_FUNCTION = "steplens_message_template"
+MAX_TEMPLATE_CHARS = 240
+
+# Applied in order: quoted values and whole tokens (emails, URLs, uuids, times, paths) first, so
+# the digits inside them are not masked piecemeal by the later number rule.
+_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?<![\w'])'[^'\n]{0,500}'(?!\w)"), "'<str>'"),
+    (re.compile(r'"[^"\n]{0,500}"'), '"<str>"'),
+    (re.compile(r"`[^`\n]{0,500}`"), "`<str>`"),
+    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>"),
+    (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+"), "<url>"),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
+    (
+        re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"),
+        "<time>",
+    ),
+    (re.compile(r"(?<![\w/.~])(?:~|\.{1,2})?/[^\s'\"<>,;)\]]+"), "<path>"),
+    (re.compile(r"\b[A-Za-z]:\\[^\s'\"<>,;)\]]*"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<id>"),
+    # Hex runs of 12+ (trace/span ids, digests) and word tokens mixing letters with 3+ digits
+    # (call_8f3a21c, req-20931, chatcmpl-AbC1234) are ids; model names like gpt-4o are not.
+    (re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<id>"),
+    (re.compile(r"\b(?=[\w-]*[A-Za-z])(?=(?:[\w-]*\d){3})[\w-]{6,}\b"), "<id>"),
+    # Numbers, with a unit glued on kept (5s, 300ms, 2GB); not inside words (gpt-4o, utf-8).
+    (
+        re.compile(r"(?<![\w.-])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?=(?:ms|us|ns|s|m|h|d|[kKmMgGtT]i?[bB]|%)?\b)"),
+        "<num>",
+    ),
+    (re.compile(r"\s+"), " "),
+)
+
+
+def message_template(message: str | None) -> str | None:
+    """`message` with its variable parts masked (`<num>`, `<id>`, `<path>`, `'<str>'`, ...).
+
+    None for no message; an empty result becomes None too, so "no message" is one group.
+    """
+    if message is None:
+        return None
+    text = str(message)[:4096]
+    for pattern, replacement in _MASKS:
+        text = pattern.sub(replacement, text)
+    text = text.strip()
+    if len(text) > MAX_TEMPLATE_CHARS:
+        text = text[: MAX_TEMPLATE_CHARS - 1] + "…"
+    return text or None
+
+
+def _safe_template(message: str | None) -> str | None:
+    """Never raise inside a DuckDB call: an error here would fail the whole load transaction."""
+    try:
+        return message_template(message)
+    except Exception:  # noqa: BLE001 - a weird message must not block ingest; keep it visible
+        return "<unparsable message>"
+
+
+def register_sql_function(conn: duckdb.DuckDBPyConnection) -> None:
+    """Make `steplens_message_template(VARCHAR)` available on `conn` (idempotent)."""
+    try:
+        conn.create_function(SQL_FUNCTION, _safe_template, [VARCHAR], VARCHAR)
+    except duckdb.NotImplementedException as exc:  # already registered on this connection
+        if "already created" not in str(exc):
+            raise
