@@ -20,6 +20,7 @@ from jsonschema.validators import validator_for
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
+from kernel import telemetry
 from kernel.dispatch import dispatch
 from kernel.plan.model import FailurePolicy, PlanStep
 from kernel.plan.revise import StepStatus, known_ids
@@ -271,23 +272,10 @@ class Executor:
         return obs
 
     async def _dispatch(self, call: ToolCall) -> Observation:
-        tool = self.tools.get(call.name)
-        with spans.tool_span(
-            call.name,
-            call_id=call.id,
-            side_effect=bool(tool and tool.side_effect),
-            risk=tool.risk if tool else None,
-            timeout_s=tool.timeout_s if tool else None,
-            arguments=call.arguments,
-        ) as span:
+        """One attempt, in an `execute_tool` span through the kernel's tracing bridge."""
+        with telemetry.tool_span(self.tools.get(call.name), call) as span:
             obs = await dispatch(self.tools, call, self.policy)
-            span.finish(
-                decision=obs.decision,
-                result=obs.content,
-                cost_usd=obs.cost_usd,
-                error_type=obs.error.error.value if obs.error else None,
-                error_message=obs.error.message if obs.error else None,
-            )
+            span.finish(obs)
         return obs
 
 

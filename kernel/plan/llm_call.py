@@ -1,22 +1,20 @@
 """One LLM call of plan-and-execute (plan, replan, solve): traced, accounted, bounded.
 
-Each call gets a `chat {model}` span nested in whatever span is current (plan, replan, or the
-solver's step). A `ResilientLLM` given an attempt scope traces its own attempts, so then no
-second span is opened around them.
+Tracing goes through the kernel's bridge (`kernel.telemetry.complete`), like the ReAct loop's
+calls: one `chat {model}` span nested in whatever span is current (plan, replan, or the solver's
+step), or one per attempt when the LLM opens its own (ResilientLLM, Router).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
-from typing import Any
 
-from kernel.llm import LLM, LLMError, ResilientLLM, classify_exception, estimate_usage
+from kernel import telemetry
+from kernel.llm import LLM, LLMError, classify_exception, estimate_usage
 from kernel.llm.base import describe
 from kernel.plan.state import PlanStop, RunState
 from kernel.types import LLMResponse, Message, Usage
-from tracer import spans
 from tracer.conventions import StopReason
 from tracer.pricing import cost_usd
 
@@ -29,12 +27,6 @@ class CallResult:
     model: str
 
 
-def _traces_itself(llm: Any) -> bool:
-    if not isinstance(llm, ResilientLLM):
-        return False
-    return getattr(llm, "_scope_factory", None) is not None or type(llm).attempt_scope is not ResilientLLM.attempt_scope
-
-
 async def call_llm(
     llm: LLM,
     st: RunState,
@@ -45,46 +37,25 @@ async def call_llm(
 ) -> CallResult:
     """Complete `messages`; LLM failures and the run's wall clock become `PlanStop`."""
     st.checkpoint()
-    model, provider = describe(llm)
+    model, _ = describe(llm)
     remaining_out = st.budget.remaining_output_tokens()
     if remaining_out is not None:
         max_tokens = remaining_out if max_tokens is None else min(max_tokens, remaining_out)
-    scope = (
-        contextlib.nullcontext(None)
-        if _traces_itself(llm)
-        else spans.chat_span(model=model, provider=provider, temperature=temperature,
-                             max_tokens=max_tokens, input_messages=messages)
-    )
-    with scope as chat:
-        try:
-            async with asyncio.timeout(st.budget.remaining_seconds()):
-                response = await llm.complete(messages, None, temperature=temperature, max_tokens=max_tokens)
-        except TimeoutError:
-            if chat is not None:
-                chat.fail("timeout", "the run's wall-clock budget ran out during the LLM call")
-            raise PlanStop(StopReason.TIMEOUT, "wall-clock budget ran out during an LLM call") from None
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            err = exc if isinstance(exc, LLMError) else classify_exception(exc)
-            if chat is not None:
-                chat.fail(err.error_type, err.message)
-            raise PlanStop(StopReason.LLM_UNAVAILABLE, f"{err.error_type}: {err.message}") from exc
-        if not isinstance(response, LLMResponse):
-            raise PlanStop(StopReason.INTERNAL_ERROR, f"LLM returned {type(response).__name__}, not LLMResponse")
-        used_model = response.model or model
-        usage = response.usage if response.usage is not None else estimate_usage(messages, None, response)
-        price = cost_usd(used_model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
-        if chat is not None:
-            chat.record_response(
-                response_model=used_model,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                finish_reasons=[response.finish_reason] if response.finish_reason else None,
-                estimated=usage.estimated,
-                cost_usd=price,
-                output_text=response.text,
-            )
+    try:
+        async with asyncio.timeout(st.budget.remaining_seconds()):
+            response = await telemetry.complete(llm, messages, None, temperature=temperature, max_tokens=max_tokens)
+    except TimeoutError:
+        raise PlanStop(StopReason.TIMEOUT, "wall-clock budget ran out during an LLM call") from None
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        err = exc if isinstance(exc, LLMError) else classify_exception(exc)
+        raise PlanStop(StopReason.LLM_UNAVAILABLE, f"{err.error_type}: {err.message}") from exc
+    if not isinstance(response, LLMResponse):
+        raise PlanStop(StopReason.INTERNAL_ERROR, f"LLM returned {type(response).__name__}, not LLMResponse")
+    used_model = response.model or model
+    usage = response.usage if response.usage is not None else estimate_usage(messages, None, response)
+    price = cost_usd(used_model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
     if used_model and used_model not in st.models:
         st.models.append(used_model)
     if price is None and used_model not in st.unpriced_models:

@@ -127,3 +127,22 @@ async def test_global_replan_span_records_the_reexecution_cost(memory: TracingHa
     assert replan.attributes[c.REPLAN_REEXECUTION_COST_USD] == pytest.approx(0.5)
     [run] = [s for s in memory.memory_exporter.get_finished_spans() if s.name == "invoke_agent pe"]
     assert run.attributes[c.USAGE_COST_USD] == pytest.approx(1.0)  # both dataset loads were paid
+
+
+async def test_a_resilient_llm_gets_one_chat_span_per_attempt_not_two(memory: TracingHandle) -> None:
+    from kernel.llm import LLMError, ResilientLLM
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    flaky = ScriptedLLM([LLMError("busy", error_type="rate_limit", retryable=True),
+                         plan_json(step("E1", "quote", {"symbol": "X"}), answer="#E1.price")])
+    llm = ResilientLLM([flaky], sleep=no_sleep)
+    result = await PlanAndExecuteAgent("pe", "1", llm, World().registry()).run("price")
+    assert result.ok, result.error
+    spans = list(memory.memory_exporter.get_finished_spans())
+    [plan] = [s for s in spans if s.name == "plan pe"]
+    chats = _children(spans, plan)
+    assert [s.name for s in chats] == ["chat scripted", "chat scripted"]
+    assert [s.attributes[c.LLM_ATTEMPT] for s in chats] == [1, 2]
+    assert chats[0].attributes[c.ERROR_TYPE] == "rate_limit"
