@@ -35,15 +35,22 @@ def server_problem(endpoint: str, timeout_s: float = 3.0) -> str | None:
     return None
 
 
-def summary_table(summary: DemoSummary) -> Table:
-    table = Table(title=f"demo: {summary.runs} runs, seed {summary.seed}")
-    for column in ("agent", "version", "runs", "ok", "mean steps", "input tok", "output tok", "cost $", "stop reasons"):
-        table.add_column(column, justify="left" if column in ("agent", "version", "stop reasons") else "right")
-    for group in summary.groups.values():
-        reasons = ", ".join(f"{k} {v}" for k, v in group.stop_reasons.most_common())
-        table.add_row(group.agent, group.version, str(group.runs), str(group.ok), f"{group.mean_steps:.2f}",
-                      f"{group.input_tokens:,}", f"{group.output_tokens:,}", f"{group.cost_usd:.4f}", reasons)
-    return table
+def summary_tables(summary: DemoSummary) -> list[Table]:
+    """Totals per agent/version, then stop reasons per agent/version (two narrow tables fit a terminal)."""
+    groups = [g for g in summary.groups.values() if g.runs]
+    totals = Table(title=f"demo: {summary.runs} runs, seed {summary.seed}")
+    for column in ("agent", "version", "runs", "ok", "mean steps", "input tok", "output tok", "cost $"):
+        totals.add_column(column, justify="left" if column in ("agent", "version") else "right")
+    for g in groups:
+        totals.add_row(g.agent, g.version, str(g.runs), str(g.ok), f"{g.mean_steps:.2f}", f"{g.input_tokens:,}",
+                       f"{g.output_tokens:,}", f"{g.cost_usd:.4f}")
+    reasons = Table(title="stop reasons")
+    reasons.add_column("stop reason")
+    for g in groups:
+        reasons.add_column(f"{g.agent} {g.version}", justify="right")
+    for reason, _ in summary.stop_reasons.most_common():
+        reasons.add_row(reason, *(str(g.stop_reasons.get(reason, 0)) for g in groups))
+    return [totals, reasons]
 
 
 def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64, console: Console | None = None) -> int:
@@ -57,7 +64,8 @@ def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64,
     key = os.environ.get(API_KEY_ENV)
     summary = run_demo(endpoint, runs, seed=seed, concurrency=concurrency, progress=True,
                        headers={"x-api-key": key} if key else None)
-    console.print(summary_table(summary))
+    for table in summary_tables(summary):
+        console.print(table)
     console.print(f"generated in {summary.seconds:.1f} s; spans: {summary.spans_exported:,} exported of "
                   f"{summary.spans_ended:,}")
     if not summary.export_complete:

@@ -60,3 +60,12 @@ def test_demo_command_says_when_no_server_answers(capsys) -> None:
 
 def test_endpoint_may_be_the_base_url_or_the_traces_url() -> None:
     assert traces_url("http://h:1") == traces_url("http://h:1/") == traces_url("http://h:1/v1/traces") == "http://h:1/v1/traces"
+
+
+def test_steplens_demo_command_is_wired(capsys) -> None:
+    from typer.testing import CliRunner
+
+    from steplens.cli import app
+
+    result = CliRunner().invoke(app, ["demo", "--endpoint", f"http://127.0.0.1:{_closed_port()}", "--runs", "3"])
+    assert result.exit_code == 2, result.output
