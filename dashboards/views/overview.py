@@ -42,7 +42,7 @@ def body(filters: Filters) -> None:
             empty_state()
             return
         t = ov.totals
-        cols = st.columns(7)
+        cols = [*st.columns(4), *st.columns(4)]
         cols[0].metric("Runs", f"{t.runs:,}")
         cols[1].metric("Success rate", fmt_pct(t.success_rate))
         cols[2].metric("p50 duration", fmt_ms(t.p50_duration_ms))
@@ -50,6 +50,7 @@ def body(filters: Filters) -> None:
         cols[4].metric("Steps / run", "—" if t.mean_steps is None else f"{t.mean_steps:.1f}")
         cols[5].metric("Tokens in / out", f"{t.input_tokens:,} / {t.output_tokens:,}")
         cols[6].metric("Cost", fmt_usd(t.cost_usd))
+        cols[7].metric("Tool calls (errors)", f"{t.tool_calls:,} ({t.tool_errors:,})")
         left, right = st.columns([2, 1])
         left.plotly_chart(charts.runs_over_time_figure(ov), key="runs_over_time")
         right.plotly_chart(charts.stop_reasons_figure(ov), key="stop_reasons")

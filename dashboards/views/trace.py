@@ -104,7 +104,7 @@ with guard():
         st.success(f"ok · {run.stop_reason or 'finish'}", icon=":material/check_circle:")
     elif run.ok is False:
         st.error(f"failed · stop reason: {run.stop_reason or 'unknown'}", icon=":material/cancel:")
-    m = st.columns(7)
+    m = [*st.columns(4), *st.columns(3)]
     m[0].metric("Agent", f"{run.agent or '—'} {run.version or ''}")
     m[1].metric("Steps", run.steps if run.steps is not None else len(view.steps))
     m[2].metric("LLM calls", run.llm_calls or 0)

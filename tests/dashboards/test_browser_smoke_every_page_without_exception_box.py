@@ -1,0 +1,124 @@
+"""Real browser smoke test: the real server and `steplens ui` (a subprocess, free ports), every
+page opened in headless Debian chromium driven by selenium; no exception box, the page's key
+element present, a screenshot of each under test-artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.dashboards.conftest import LoadedServer
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1400,1000")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ui_process(loaded_server: LoadedServer, tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    exe = shutil.which("steplens", path=str(Path(sys.executable).parent)) or "steplens"
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPLENS_API_KEY", "STEPLENS_UI_PASSWORD")}
+    log = (tmp_path / "ui.log").open("w")
+    proc = subprocess.Popen([exe, "ui", "--api", loaded_server.url, "--port", str(port)], env=env, cwd=tmp_path,
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"steplens ui exited early: {(tmp_path / 'ui.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/_stcore/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("steplens ui did not become healthy within 30 s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[object]:
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.fail(f"{CHROMIUM} or {CHROMEDRIVER} is missing: `make browser` installs Debian's chromium and "
+                    "chromium-driver (the Makefile runs it before the tests)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_every_page_opens_in_a_real_browser(loaded_server: LoadedServer, ui_process: str, browser) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    runs = loaded_server.runs
+    pages = [
+        ("", "?since=all", "Overview", '[data-testid="stMetric"]'),  # the default page lives at the root
+        ("runs", "?since=all", "Runs", '[data-testid="stDataFrame"]'),
+        ("trace", f"?trace_id={runs.truncated}", "Trace", '[data-testid="stExpander"]'),
+        ("failures", "?since=all", "Failures", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+        ("tools", "?since=all", "Tools", '[data-testid="stAlert"], [data-testid="stDataFrame"]'),
+        ("cost", "?since=all", "Cost", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+        ("compare", f"?a={runs.ok_v1}&b={runs.ok_v2}", "Compare runs", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+    ]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver = browser
+    for page, query, title, key_element in pages:
+        driver.get(f"{ui_process}/{page}{query}")
+        wait = WebDriverWait(driver, 20)
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), title))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, key_element)))
+        # Let the script run finish (the status widget shows while it runs).
+        WebDriverWait(driver, 20).until_not(
+            ec.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'))
+        )
+        if page == "":  # plotly draws after the script run: wait for the charts' SVG
+            wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stPlotlyChart"] .main-svg')))
+        driver.save_screenshot(str(SHOTS / f"{page or 'overview'}.png"))
+        boxes = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        assert not boxes, f"{page}: exception box shown: {[b.text[:300] for b in boxes]}"
+        body = driver.find_element(By.TAG_NAME, "body").text
+        assert "Traceback" not in body and "unexpected error" not in body, page
+        assert "Page not found" not in body, page
+        if page == "":
+            assert "Runs" in body and "Success rate" in body
+        if page == "trace":
+            assert "Step 1" in body and "invoke_agent lister" in body
