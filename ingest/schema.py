@@ -131,7 +131,7 @@ ANALYTICS_SPAN_COLUMNS = [
 # The run's last error (the latest-ending failed span, leaves before containers), kept up to date
 # incrementally like the rest of the runs row; `failure_signature` is derived from it.
 RUNS_LAST_ERROR = [
-    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_rank INTEGER",  # 2 leaf, 1 step, 0 foreign agent
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_rank INTEGER",  # 2 inner span, 1 step, 0 root/agent
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_at TIMESTAMP",  # its end time
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_span_id VARCHAR",
     "ALTER TABLE runs ADD COLUMN IF NOT EXISTS last_error_kind VARCHAR",  # OperationClass

@@ -45,8 +45,8 @@ def failure_clusters(
             any_value(last_error_kind) AS span_kind, any_value(last_error_tool) AS tool,
             any_value(last_error_type) AS error_type, any_value(last_error_template) AS message_template,
             count(*) AS count, min(start_time) AS first_seen, max(start_time) AS last_seen,
-            list_sort(list(DISTINCT version) FILTER (WHERE version IS NOT NULL)) AS versions,
-            list_sort(list(DISTINCT agent) FILTER (WHERE agent IS NOT NULL)) AS agents,
+            coalesce(list_sort(list(DISTINCT version) FILTER (WHERE version IS NOT NULL)), []) AS versions,
+            coalesce(list_sort(list(DISTINCT agent) FILTER (WHERE agent IS NOT NULL)), []) AS agents,
             max_by(trace_id, start_time, {EXAMPLES}) AS examples
         FROM runs WHERE {where.sql()}
         GROUP BY stop_reason, signature

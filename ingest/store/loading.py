@@ -112,10 +112,12 @@ roots AS (
     ) = 1
 ),
 errs AS (
-    -- the batch's latest-ending error span per trace: leaves (rank 2) before steps (1) before a
-    -- foreign client's agent span (0); our own run span only repeats the stop reason, so it is skipped
+    -- the batch's latest-ending error span per trace: inner spans (rank 2) before steps (1) before
+    -- roots and agent spans (0), which mostly re-raise what failed inside them; our own run span
+    -- only repeats the stop reason, so it is skipped
     SELECT project, trace_id,
-        CASE WHEN operation = $agent THEN 0 WHEN operation = $step THEN 1 ELSE 2 END AS e_rank,
+        CASE WHEN operation = $agent OR parent_span_id IS NULL THEN 0 WHEN operation = $step THEN 1 ELSE 2 END
+            AS e_rank,
         end_time AS e_at, span_id AS e_span_id, operation AS e_kind, tool_name AS e_tool,
         error_type AS e_type, error_template AS e_template
     FROM new_spans
