@@ -24,6 +24,7 @@ from ingest.analytics.metrics import (
     stop_reason_metric,
 )
 from ingest.analytics.stats import TestResult, adjust, compare_rates, compare_samples
+from tracer.conventions import StopReason
 
 EXAMPLES_PER_SIDE = 3
 
@@ -99,7 +100,9 @@ class Finding(BaseModel):
 def metrics_for(pair: Pair, config: RegressionConfig) -> list[Metric]:
     if config.metrics is not None:
         return [metric_by_key(k) for k in config.metrics]
-    reasons = sorted({r for r in (*pair.baseline.stop_reasons, *pair.current.stop_reasons) if r})
+    # `finish` is left out by default: only finish has ok=true (design.md), so its rate is exactly
+    # 1 - failure_rate and testing both would double-count every rate finding.
+    reasons = sorted({r for r in (*pair.baseline.stop_reasons, *pair.current.stop_reasons) if r} - {StopReason.FINISH})
     return [*PER_RUN_METRICS.values(), FAILURE_RATE, *(stop_reason_metric(r) for r in reasons)]
 
 
