@@ -50,6 +50,12 @@ _BUDGET_FIELDS = (
 )
 
 
+def _on() -> bool:
+    """Spans are worth building: not disabled, and something could record them. (Chat spans check
+    only `_ENABLED`: they also feed the GenAI metrics, which have their own provider.)"""
+    return _ENABLED.get() and spans.recording_possible()
+
+
 @contextmanager
 def tracing_disabled() -> Iterator[None]:
     """Runs started inside emit no spans at all, whatever provider is installed (per task/thread)."""
@@ -196,7 +202,7 @@ class RunTrace(_Traced):
 
 def run_span(agent: Agent, task: Any, conversation_id: str | None, user_id: str | None) -> RunTrace:
     """The run span; the caller's current span (e.g. a web request) becomes its parent."""
-    if not _ENABLED.get():
+    if not _on():
         return RunTrace(None)
     try:
         labels = _LABELS.get()
@@ -260,7 +266,7 @@ class StepTrace(_Traced):
 
 def step_span(index: int, steps: Sequence[StepRecord]) -> StepTrace:
     """`steps` is the run's list of records; the one with `index` is read when the step ends."""
-    if not _ENABLED.get():
+    if not _on():
         return StepTrace(None, index, steps)
     return StepTrace(spans.step_span(index), index, steps)
 
@@ -275,7 +281,7 @@ def _num(name: str, value: float | None) -> float | int | None:
 
 def budget_check(check: BudgetCheck) -> None:
     """The `budget_check` span for a snapshot (under the current step, or the run when exhausted)."""
-    if not _ENABLED.get():
+    if not _on():
         return
     try:
         spans.budget_check(
@@ -439,7 +445,7 @@ class ToolTrace(_Traced):
 
 def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:
     """One dispatch of `call`; `tool` is the registry's tool (None for an unknown name)."""
-    if not _ENABLED.get():
+    if not _on():
         return ToolTrace(None, False)
     try:
         scope = spans.tool_span(
@@ -473,7 +479,7 @@ def blocked_call(tool: Tool | None, call: ToolCall, message: str) -> None:
 
 def truncate(text: str, limit_tokens: int) -> Truncation:
     """`truncate_observation(text, limit_tokens)` inside its span (one per executed call)."""
-    if not _ENABLED.get():
+    if not _on():
         return truncate_observation(text, limit_tokens)
     with _Traced(spans.truncate_span(limit_tokens=limit_tokens)) as traced:
         cut = truncate_observation(text, limit_tokens)

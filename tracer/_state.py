@@ -10,6 +10,7 @@ spans without calling `tracer.setup`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from opentelemetry import metrics, trace
@@ -38,6 +39,30 @@ def _default() -> Active:
 
 _DEFAULT = _default()
 current: Active = _DEFAULT
+
+
+_NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+_UNKNOWN = object()
+# get_tracer_provider() looks this variable up in os.environ on every call (~1 µs, as much as the
+# whole no-op path); a provider named by the environment is a start-up setting, so read it once.
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+
+
+def recording_possible() -> bool:
+    """False only when no span can record: no `tracer.setup()` handle is active and no SDK tracer
+    provider is installed globally. Callers use it to skip span work entirely on the no-op path
+    (checked per call, so a provider installed later is picked up at once)."""
+    if current is not _DEFAULT:
+        return True
+    # The API's global slot, read directly on the hot path; the public getter if it ever moves.
+    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None:
+        if not _PROVIDER_FROM_ENV:
+            return False
+        provider = trace.get_tracer_provider()
+    elif provider is _UNKNOWN:
+        provider = trace.get_tracer_provider()
+    return not isinstance(provider, _NO_SDK)
 
 
 def policy() -> ContentPolicy:

@@ -616,6 +616,13 @@ def replan_span(
     return scope
 
 
+def recording_possible() -> bool:
+    """False when nothing is set up (no handle, no global SDK provider): no span could record, so
+    a caller may skip building its inputs. GenAI metrics are separate: chat spans still record them
+    when a meter provider is configured, so keep calling `chat_span` on that path."""
+    return _state.recording_possible()
+
+
 def current_trace_id() -> str | None:
     """The current trace id as hex (None outside any valid span)."""
     ctx = trace.get_current_span().get_span_context()

@@ -42,3 +42,36 @@ async def test_capture_off_records_no_content(memory_handle_factory) -> None:
         assert not (set(span.attributes) & c.CONTENT_ATTRIBUTES), span.name
     run = next(s for s in finished if s.name == "invoke_agent tester")
     assert run.attributes[c.RUN_STEPS] == 3 and run.attributes[c.RUN_OK] is True
+
+
+def test_a_global_sdk_provider_installed_later_gets_the_runs_spans() -> None:
+    """The no-op fast path is decided per call: an app that installs its own global SDK provider
+    (without tracer.setup) after the kernel is imported still gets the kernel's spans. In a
+    subprocess, because a global provider can be installed only once per process."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent('''
+        import asyncio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from kernel.agent import Agent
+        from kernel.llm import ScriptedLLM
+
+        before = asyncio.run(Agent("g", "1", ScriptedLLM(["Final Answer: x"])).run("t"))
+        assert before.ok and before.trace_id is None
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        after = asyncio.run(Agent("g", "1", ScriptedLLM(["Final Answer: x"])).run("t"))
+        names = sorted(s.name for s in exporter.get_finished_spans())
+        assert after.trace_id is not None, after
+        assert names == ["budget_check", "chat scripted", "invoke_agent g", "step 1"], names
+        print("ok")
+    ''')
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
