@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards.trace_view import as_text
-from dashboards.ui import client, fmt_usd, guard, param, set_param, trace_link
+from dashboards.ui import client, guard, param, set_param, trace_link
 
 PREVIEW = 200
 
@@ -41,7 +41,7 @@ with guard():
     m[0].metric("Steps (B − A)", f"{d.steps:+d}")
     m[1].metric("Input tokens (B − A)", f"{d.input_tokens:+,}")
     m[2].metric("Output tokens (B − A)", f"{d.output_tokens:+,}")
-    m[3].metric("Cost (B − A)", fmt_usd(d.cost_usd))
+    m[3].metric("Cost (B − A)", f"{'+' if d.cost_usd >= 0 else '−'}${abs(d.cost_usd):.6f}")
     fd = diff.first_divergence
     if fd is None:
         st.success("The runs took the same actions with the same arguments and observations at every step.")
