@@ -82,6 +82,28 @@ def trace_show(
     raise typer.Exit(show_trace(trace_id, api=api, max_spans=max_spans))
 
 
+report_app = typer.Typer(help="Reports read through the query API.", no_args_is_help=True)
+app.add_typer(report_app, name="report")
+
+
+@report_app.command("cost")
+def report_cost(
+    by: Annotated[
+        str, typer.Option(help="Group by model, provider, tool, agent, version, project, user, conversation or day.")
+    ] = "tool",
+    since: Annotated[str, typer.Option(help="Runs since: relative (24h, 7d) or ISO 8601.")] = "7d",
+    format: Annotated[str, typer.Option("--format", help="csv, md or json.")] = "md",
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+) -> None:
+    """Cost attribution (tool costs in three parts). The API key comes from STEPLENS_API_KEY."""
+    from dashboards.report_cost import report_cost as run_report
+
+    if format not in ("csv", "md", "json"):
+        raise typer.BadParameter("use csv, md or json", param_hint="--format")
+    raise typer.Exit(run_report(by=by, since=since, fmt=format, api=api, project=project))  # type: ignore[arg-type]
+
+
 def main() -> None:
     app()
 
