@@ -39,7 +39,7 @@ class DriftPoint(BaseModel):
     start: datetime
     runs: int
     mean: float | None
-    z: float | None = Field(description="Bucket mean minus the reference mean, in standard errors.")
+    z: float | None = Field(description="Bucket mean minus the reference mean, in standard errors of that difference.")
     cusum_up: float
     cusum_down: float
     alarm: bool
@@ -88,7 +88,7 @@ def cusum(agent: str | None, buckets: list[BucketStats], config: DriftConfig) ->
                                      alarm=False))
             continue
         mean = b.total / b.n
-        z = (mean - mu0) / (sd0 / math.sqrt(b.n))
+        z = (mean - mu0) / (sd0 * math.sqrt(1.0 / b.n + 1.0 / ref_n))
         up = max(0.0, up + z - config.k)
         down = max(0.0, down - z - config.k)
         alarm = up > config.h or down > config.h

@@ -54,11 +54,12 @@ def population(
     rng: np.random.Generator, n: int, agent: str, version: str, starts: list[datetime],
     step_scale: float = 1.0, failure_rate: float = 0.12,
 ) -> list[Run]:
-    """A stable population: steps 1+Poisson(5) (times `step_scale`), tokens per step ~ N(400, 80),
+    """A stable population: steps 1+Poisson(5) (times `step_scale`, stochastically rounded), tokens per step ~ N(400, 80),
     lognormal latency per step, ~`failure_rate` failures spread over three stop reasons."""
     runs = []
     for i in range(n):
-        steps = max(1, int(round((1 + rng.poisson(5)) * step_scale)))
+        # stochastic rounding keeps the mean exactly scaled (plain rounding would erase a +3% scale)
+        steps = max(1, int(np.floor((1 + rng.poisson(5)) * step_scale + rng.random())))
         failed = bool(rng.random() < failure_rate)
         per_step = max(50.0, rng.normal(400, 80))
         inp = int(steps * per_step)
