@@ -7,6 +7,7 @@ PORT ?= 4318
 UI_PORT ?= 8501
 GRPC_PORT ?= 4317
 RUNS ?= 2000
+DEMO ?= auto
 
 .PHONY: run test bench lint venv browser clean
 
@@ -38,7 +39,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 run: $(STAMP)
-	$(BIN)/python -m steplens.stack --port $(PORT) --ui-port $(UI_PORT) --grpc-port $(GRPC_PORT) --runs $(RUNS)
+	$(BIN)/python -m steplens.stack --port $(PORT) --ui-port $(UI_PORT) --grpc-port $(GRPC_PORT) --runs $(RUNS) --demo $(DEMO) \
+	  $(if $(CONFIG),--config $(CONFIG))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
