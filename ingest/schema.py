@@ -10,6 +10,9 @@ reading them from JSON is ~20x slower at 10M spans.
 
 from __future__ import annotations
 
+from tracer import conventions as c
+from tracer.conventions import OperationClass as Op
+
 SPANS_DDL = """
 CREATE TABLE IF NOT EXISTS spans (
     project          VARCHAR   NOT NULL,
@@ -231,10 +234,117 @@ CREATE TABLE IF NOT EXISTS alert_events (
 )
 """
 
+# Replanning analytics (GET /api/replanning): one row per plan/replan span of plan-and-execute runs,
+# with the span's plan attributes out of the JSON and the usage of the LLM calls under it (the
+# planner's / replanner's own token cost). Maintained at load time by ingest/store/plan_load.py,
+# recomputed per touched plan/replan span, so a chat span arriving before or after its parent counts.
+PLAN_SPANS_DDL = """
+CREATE TABLE IF NOT EXISTS plan_spans (
+    project              VARCHAR   NOT NULL,
+    trace_id             VARCHAR   NOT NULL,
+    span_id              VARCHAR   NOT NULL,
+    operation            VARCHAR   NOT NULL,   -- OperationClass plan | replan
+    start_time           TIMESTAMP NOT NULL,
+    end_time             TIMESTAMP NOT NULL,
+    status               VARCHAR   NOT NULL,   -- ERROR: no usable plan came back (format_error)
+    error_type           VARCHAR,
+    plan_version         INTEGER,              -- steplens.plan.version (plan: 1; admitted replan: the new one)
+    plan_steps           INTEGER,              -- steplens.plan.steps
+    granularity          VARCHAR,              -- steplens.replan.granularity (patch, tail, global)
+    cause                VARCHAR,              -- steplens.replan.cause
+    failed_step          VARCHAR,              -- steplens.replan.failed_step
+    verdict              VARCHAR,              -- steplens.replan.verdict (NULL: the reply was unusable)
+    from_version         INTEGER,
+    to_version           INTEGER,
+    reexecution_cost_usd DOUBLE,               -- steplens.replan.reexecution_cost_usd (global replans)
+    llm_calls            BIGINT    NOT NULL,   -- chat spans directly under this span
+    input_tokens         BIGINT    NOT NULL,
+    output_tokens        BIGINT    NOT NULL,
+    llm_cost_usd         DOUBLE                -- NULL when none of those calls is priced
+)
+"""
+
+
+def _attr(name: str, sql_type: str) -> str:
+    """A typed attribute of spans row `s`; `name` is a conventions constant, never user input.
+    Integers go through DOUBLE so that a client sending `2.0` for a version still counts."""
+    text = f"json_extract_string(s.attributes, '$.\"{name}\"')"
+    if sql_type == "INTEGER":
+        return f"TRY_CAST(TRY_CAST({text} AS DOUBLE) AS INTEGER)"
+    return f"TRY_CAST({text} AS {sql_type})"
+
+
+# The plan_spans row of spans row `s` with usage row `u` (LEFT JOINed; NULL when no LLM call under it).
+PLAN_SPAN_COLUMNS = f"""
+    s.project, s.trace_id, s.span_id, s.operation, s.start_time, s.end_time, s.status, s.error_type,
+    {_attr(c.PLAN_VERSION, "INTEGER")} AS plan_version,
+    {_attr(c.PLAN_STEPS, "INTEGER")} AS plan_steps,
+    {_attr(c.REPLAN_GRANULARITY, "VARCHAR")} AS granularity,
+    {_attr(c.REPLAN_CAUSE, "VARCHAR")} AS cause,
+    {_attr(c.REPLAN_FAILED_STEP, "VARCHAR")} AS failed_step,
+    {_attr(c.REPLAN_VERDICT, "VARCHAR")} AS verdict,
+    {_attr(c.REPLAN_FROM_VERSION, "INTEGER")} AS from_version,
+    {_attr(c.REPLAN_TO_VERSION, "INTEGER")} AS to_version,
+    {_attr(c.REPLAN_REEXECUTION_COST_USD, "DOUBLE")} AS reexecution_cost_usd,
+    coalesce(u.llm_calls, 0) AS llm_calls,
+    coalesce(u.input_tokens, 0) AS input_tokens,
+    coalesce(u.output_tokens, 0) AS output_tokens,
+    u.llm_cost_usd
+"""
+
+# LLM usage per parent span, aggregated from spans rows `l` (chat spans).
+PLAN_SPAN_USAGE = """
+    l.project, l.trace_id, l.parent_span_id AS span_id, count(*) AS llm_calls,
+    coalesce(sum(l.input_tokens), 0) AS input_tokens, coalesce(sum(l.output_tokens), 0) AS output_tokens,
+    sum(l.cost_usd) AS llm_cost_usd
+"""
+
+# Databases that stored plan-and-execute runs before version 5 get their rows once, here.
+PLAN_SPANS_BACKFILL = f"""
+INSERT INTO plan_spans BY NAME
+WITH p AS (SELECT * FROM spans WHERE operation IN ('{Op.PLAN.value}', '{Op.REPLAN.value}')),
+u AS (
+    SELECT {PLAN_SPAN_USAGE}
+    FROM spans l SEMI JOIN p ON l.project = p.project AND l.trace_id = p.trace_id AND l.parent_span_id = p.span_id
+    WHERE l.operation = '{Op.LLM.value}'
+    GROUP BY l.project, l.trace_id, l.parent_span_id
+)
+SELECT {PLAN_SPAN_COLUMNS}
+FROM p s LEFT JOIN u ON u.project = s.project AND u.trace_id = s.trace_id AND u.span_id = s.span_id
+"""
+
+# Human approvals of agents' risky tool calls (ingest/approvals.py, /api/approvals). Written only on
+# the store's writer thread, so a pending approval is decided exactly once.
+APPROVALS_DDL = """
+CREATE TABLE IF NOT EXISTS approvals (
+    approval_id      VARCHAR   NOT NULL,   -- uuid4 hex
+    project          VARCHAR   NOT NULL,   -- the registering key's project
+    status           VARCHAR   NOT NULL,   -- pending | approved | rejected | expired
+    tool_name        VARCHAR   NOT NULL,
+    arguments        JSON,
+    risk             VARCHAR,              -- low | medium | high
+    agent            VARCHAR,
+    agent_version    VARCHAR,
+    trace_id         VARCHAR,              -- the run waiting for it
+    call_id          VARCHAR,              -- gen_ai.tool.call.id
+    summary          VARCHAR,
+    wait_s           DOUBLE,               -- how long the agent said it would wait
+    requested_by     VARCHAR,              -- the key's name (never the key)
+    created_at       TIMESTAMP NOT NULL,
+    decided_at       TIMESTAMP,
+    decided_by       VARCHAR,
+    reason           VARCHAR
+)
+"""
+
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
     [SPOOL_POSITION_DDL, *RUNS_ROOT_TRACKING],
     ANALYTICS_MIGRATION,  # version 3: analytics (failure signatures, tool costs, cost by model)
     [ALERT_STATE_DDL, ALERT_EVENTS_DDL],  # version 4: alerting
+    [PLAN_SPANS_DDL, PLAN_SPANS_BACKFILL],  # version 5: replanning analytics
+    [APPROVALS_DDL],  # version 6: human approvals (ingest/approvals.py)
 ]
+

@@ -25,6 +25,7 @@ from ingest.api.failures import add_failure_routes
 from ingest.api.overview import add_overview_routes
 from ingest.api.prices import add_price_routes
 from ingest.api.pricing import table_for
+from ingest.api.replanning import add_replanning_routes
 from ingest.api.runs import add_runs_routes
 from ingest.api.tools import add_tool_routes
 from ingest.api.traces import add_trace_routes
@@ -40,7 +41,7 @@ def build_query_router(
     prices: PriceTable | None = None,
 ) -> APIRouter:
     """Routes `/runs`, `/traces/{trace_id}`, `/overview`, `/failures`, `/tools`, `/cost`, `/diff`,
-    `/prices` reading through `store.read()`.
+    `/prices`, `/replanning` reading through `store.read()`.
 
     `timeout_s` only words the 504 message; the limit itself is enforced by the store's cursor.
     `prices` prices carry cost and is shown by `/prices`; by default the table ingest uses (bundled
@@ -58,4 +59,5 @@ def build_query_router(
     add_cost_routes(router, store, read_access, timeout_s, price_table)
     add_diff_routes(router, store, read_access, timeout_s)
     add_price_routes(router, read_access, price_table)
+    add_replanning_routes(router, store, read_access, timeout_s)
     return router

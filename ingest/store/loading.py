@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 import duckdb
 import pyarrow as pa
 
-from ingest.store import analytics_load
+from ingest.store import analytics_load, plan_load
 from ingest.store.signature import register_sql_function
 from ingest.store.spool import Position
 from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, OperationClass
@@ -309,6 +309,7 @@ def load_batch(
                 for statement in _REPLACE_RUNS:
                     conn.execute(statement)
                 analytics_load.maintain(conn)
+                plan_load.maintain(conn)
             for statement in _CLEANUP:
                 conn.execute(statement)
         _set_position(conn, position, now)
