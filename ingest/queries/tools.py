@@ -24,6 +24,7 @@ SELECT t.tool_name AS tool,
     count(*) AS calls,
     count(DISTINCT t.trace_id) AS runs,
     count(*) FILTER (WHERE t.is_error) AS errors,
+    histogram(coalesce(t.error_type, 'error')) FILTER (WHERE t.is_error) AS errors_by_type,
     count(*) FILTER (WHERE t.error_type = ?) AS timeouts,
     count(*) FILTER (WHERE t.decision = ? OR t.error_type = ?) AS denials,
     quantile_cont(t.duration_ms, 0.5) AS p50_ms,
@@ -42,12 +43,6 @@ SELECT t.tool_name AS tool,
 GROUP BY t.tool_name
 """
 
-_ERRORS_BY_TYPE = """
-SELECT t.tool_name, coalesce(t.error_type, 'error') AS error_type, count(*) AS n
-{scope} AND t.is_error
-GROUP BY t.tool_name, coalesce(t.error_type, 'error')
-"""
-
 _CARRY = """
 SELECT c.tool_name, c.model, sum(c.resent_tokens) AS resent_tokens
 {scope}
@@ -62,11 +57,6 @@ class ToolRows:
     carry_tokens: dict[str | None, dict[str, int]]  # tool -> model ('' when unknown) -> resent tokens
 
 
-def _where_true(scope: str) -> str:
-    """`scope` is a FROM clause without WHERE; give later fragments a WHERE to AND onto."""
-    return f"{scope} WHERE TRUE"
-
-
 def tool_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ToolRows:
     scope, params = scoped_from("tool_calls", "t", filters)
     cur.execute(
@@ -76,10 +66,7 @@ def tool_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ToolRow
     names = [d[0] for d in cur.description]
     stats = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    cur.execute(_ERRORS_BY_TYPE.format(scope=_where_true(scope)), params)
-    errors: dict[str | None, dict[str, int]] = {}
-    for tool, error_type, n in cur.fetchall():
-        errors.setdefault(tool, {})[error_type] = int(n)
+    errors = {s["tool"]: {str(k): int(v) for k, v in (s.pop("errors_by_type") or {}).items()} for s in stats}
 
     carry_scope, carry_params = scoped_from("tool_carry", "c", filters)
     cur.execute(_CARRY.format(scope=carry_scope), carry_params)
