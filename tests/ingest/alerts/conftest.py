@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ingest.config import Settings
+from tests.ingest.analytics.synthetic import wait_first_evaluation
 from tests.ingest.conftest import _ServerThread
 
 
@@ -24,8 +25,11 @@ def server_on(tmp_path: Path) -> Iterator[Callable[..., Any]]:
         started.append(thread)
         srv = thread.start()
         srv.stop = lambda: (thread.stop(), started.remove(thread))  # type: ignore[attr-defined]
+        if settings.alerts:
+            wait_first_evaluation(srv.http_url)
         return srv
 
     yield start
     for thread in reversed(started):
         thread.stop()
+

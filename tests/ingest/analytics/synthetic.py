@@ -7,6 +7,7 @@ OpenTelemetry SDK and encoded by the OTLP exporter's own encoder: the bytes a re
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -128,3 +129,15 @@ def send(http_url: str, store: object, runs: list[Run], batch: int = 500) -> Non
                             headers={"Content-Type": "application/x-protobuf"})
             assert r.status_code == 200, r.text
     assert store.wait_loaded(30), "spans acknowledged but not loaded within 30 s"  # type: ignore[attr-defined]
+
+
+def wait_first_evaluation(url: str, timeout: float = 15.0) -> None:
+    """The alert evaluator runs every rule once at startup; wait for that so a test's own check is
+    the one that sees its data (otherwise the startup evaluation could race it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rules = httpx.get(url + "/api/alerts", timeout=10).json()["rules"]
+        if all(r["last_evaluated"] is not None for r in rules):
+            return
+        time.sleep(0.02)
+    raise TimeoutError("alert rules were not evaluated at startup")

@@ -13,7 +13,7 @@ from datetime import timedelta
 import httpx
 import numpy as np
 
-from tests.ingest.analytics.synthetic import now_utc, population, send, spread
+from tests.ingest.analytics.synthetic import now_utc, population, send, spread, wait_first_evaluation
 
 RUNS_PER_DAY = 60
 REFERENCE_DAYS = 7
@@ -34,6 +34,7 @@ def test_one_percent_a_day_creep_raises_the_drift_alert_within_two_weeks(start_i
     rule = {"name": "steps creep", "kind": "drift", "metric": "steps", "lookback": f"{REFERENCE_DAYS + CREEP_DAYS}d",
             "drift": {"bucket": "1d", "reference_buckets": REFERENCE_DAYS}, "severity": "critical"}
     srv = start_ingest_server(grpc_port=0, alerts=[rule])
+    wait_first_evaluation(srv.http_url)
     send(srv.http_url, srv.store, runs)
     creep_start = start + timedelta(days=REFERENCE_DAYS)
 
