@@ -62,7 +62,7 @@ class ToolCost(BaseModel):
 
 
 class ToolStats(BaseModel):
-    tool: str | None
+    tool: str = Field(description="The tool name; `(unnamed)` for tool spans without one.")
     calls: int
     errors: int
     error_rate: float

@@ -18,9 +18,10 @@ from ingest.queries.run_scope import scoped_from
 from tracer.conventions import ToolDecision, ToolErrorCode
 
 EXAMPLE_CANDIDATES = 12  # trace ids fetched per tool; deduplicated to a few examples by the caller
+UNNAMED = "(unnamed)"  # a tool span whose client gave no tool name
 
 _STATS = """
-SELECT t.tool_name AS tool,
+SELECT coalesce(t.tool_name, ?) AS tool,
     count(*) AS calls,
     count(DISTINCT t.trace_id) AS runs,
     count(*) FILTER (WHERE t.is_error) AS errors,
@@ -40,28 +41,28 @@ SELECT t.tool_name AS tool,
     coalesce(sum(t.decision_output_tokens), 0.0) AS decision_output_tokens,
     max_by(t.trace_id, (t.is_error::BIGINT << 60) + epoch_us(t.start_time), {examples}) AS example_candidates
 {scope}
-GROUP BY t.tool_name
+GROUP BY tool
 """
 
 _CARRY = """
-SELECT c.tool_name, c.model, sum(c.resent_tokens) AS resent_tokens
+SELECT coalesce(c.tool_name, ?) AS tool, c.model, sum(c.resent_tokens) AS resent_tokens
 {scope}
-GROUP BY c.tool_name, c.model
+GROUP BY tool, c.model
 """
 
 
 @dataclass(frozen=True)
 class ToolRows:
     stats: list[dict[str, Any]]
-    errors_by_type: dict[str | None, dict[str, int]]
-    carry_tokens: dict[str | None, dict[str, int]]  # tool -> model ('' when unknown) -> resent tokens
+    errors_by_type: dict[str, dict[str, int]]
+    carry_tokens: dict[str, dict[str, int]]  # tool -> model ('' when unknown) -> resent tokens
 
 
 def tool_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ToolRows:
     scope, params = scoped_from("tool_calls", "t", filters)
     cur.execute(
         _STATS.format(scope=scope, examples=EXAMPLE_CANDIDATES),
-        [ToolErrorCode.TIMEOUT.value, ToolDecision.DENIED.value, ToolErrorCode.DENIED.value, *params],
+        [UNNAMED, ToolErrorCode.TIMEOUT.value, ToolDecision.DENIED.value, ToolErrorCode.DENIED.value, *params],
     )
     names = [d[0] for d in cur.description]
     stats = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
@@ -69,8 +70,8 @@ def tool_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ToolRow
     errors = {s["tool"]: {str(k): int(v) for k, v in (s.pop("errors_by_type") or {}).items()} for s in stats}
 
     carry_scope, carry_params = scoped_from("tool_carry", "c", filters)
-    cur.execute(_CARRY.format(scope=carry_scope), carry_params)
-    carry: dict[str | None, dict[str, int]] = {}
+    cur.execute(_CARRY.format(scope=carry_scope), [UNNAMED, *carry_params])
+    carry: dict[str, dict[str, int]] = {}
     for tool, model, tokens in cur.fetchall():
         carry.setdefault(tool, {})[model] = int(tokens or 0)
     return ToolRows(stats, errors, carry)

@@ -13,6 +13,7 @@ from datetime import datetime
 import duckdb
 
 DEFAULT_CHUNK_ROWS = 100_000
+DERIVED_TABLES = ("tool_calls", "tool_carry", "run_models")
 
 # Table names are fixed here, never user input.
 _BOUND = """
@@ -46,8 +47,10 @@ def retention_chunk(
     try:
         spans, spans_done = _delete_chunk(conn, "spans", cutoff, chunk_rows)
         runs, runs_done = _delete_chunk(conn, "runs", cutoff, chunk_rows)
+        # Analytics rows derived from those spans (ingest/store/analytics_load.py) age out with them.
+        derived_done = all([_delete_chunk(conn, table, cutoff, chunk_rows)[1] for table in DERIVED_TABLES])
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return ChunkResult(spans, runs, spans_done and runs_done)
+    return ChunkResult(spans, runs, spans_done and runs_done and derived_done)

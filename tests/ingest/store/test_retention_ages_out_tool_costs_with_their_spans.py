@@ -1,0 +1,30 @@
+"""Retention removes the analytics rows derived from old spans (tool_calls, tool_carry, run_models)
+together with the spans and runs, and keeps the recent ones."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tests.ingest.store.otlp_build import agent_run, request
+
+TABLES = ("tool_calls", "run_models", "runs")
+
+
+def _counts(store) -> dict[str, int]:
+    with store.read() as cur:
+        return {t: cur.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+
+
+async def test_old_tool_rows_go_with_their_runs(open_store) -> None:
+    store = open_store(store_kwargs={"retention_chunk_rows": 3}, retention_days=7)
+    now = datetime.now(UTC)
+    for days in (20, 10, 1):
+        root, kids = agent_run(start=now - timedelta(days=days), steps=2)
+        await store.submit("p", request([root, *kids]))
+    assert store.wait_loaded(10)
+    assert _counts(store) == {"tool_calls": 6, "run_models": 3, "runs": 3}
+    store.sweep_retention(timeout=20)
+    assert _counts(store) == {"tool_calls": 2, "run_models": 1, "runs": 1}
+    with store.read() as cur:
+        oldest = cur.execute("SELECT min(start_time) FROM tool_calls").fetchone()[0]
+    assert oldest > now.replace(tzinfo=None) - timedelta(days=7)
