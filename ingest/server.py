@@ -312,6 +312,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.alerts.service import AlertService
     from ingest.api import build_query_router
     from ingest.api.alerts import build_alerts_router
+    from ingest.api.approvals import build_approvals_router
     from ingest.api.regressions import build_regressions_router
 
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
@@ -320,4 +321,5 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_alerts_router(alerts, store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+        ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
     ]

@@ -405,6 +405,9 @@ class Agent:
                     seen.append((call, verdict.message))
                     continue
                 obs = await self._dispatch_tool(state, call)
+                if obs.decision == ToolDecision.PENDING_APPROVAL:
+                    record.kind = StepKind.APPROVAL_WAIT
+                    obs = await self._await_approval(state, call, obs)
                 executed += 1
                 record.observations.append(obs)
                 record.cost_usd += obs.cost_usd
@@ -428,6 +431,24 @@ class Agent:
         """One tool call through `dispatch` (which never raises), bounded like the LLM call."""
         with telemetry.tool_span(self.tools.get(call.name), call) as span:
             obs = await self._bounded(state, dispatch(self.tools, call, self.policy), f"tool {call.name!r}")
+            span.finish(obs)
+        return obs
+
+    async def _await_approval(self, state: RunState, call: ToolCall, pending: Observation) -> Observation:
+        """A call waiting for a person (see `kernel.approvals`): wait for the verdict, bounded by the
+        policy's wait and the run's wall clock, then run it (approved), refuse it (rejected), or tell
+        the model it did not run (nobody decided). Policies that cannot wait leave it pending."""
+        waiter = getattr(self.policy, "await_decision", None)
+        if pending.approval_id is None or not callable(waiter):
+            return pending
+        from kernel.approvals import Decided
+        from kernel.dispatch import not_executed_observation
+
+        verdict = await self._bounded(state, waiter(pending.approval_id), "the wait for a human approval")
+        if verdict.decision == ToolDecision.PENDING_APPROVAL:
+            return not_executed_observation(call, verdict)
+        with telemetry.tool_span(self.tools.get(call.name), call) as span:
+            obs = await self._bounded(state, dispatch(self.tools, call, Decided(verdict)), f"tool {call.name!r}")
             span.finish(obs)
         return obs
 

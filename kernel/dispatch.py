@@ -153,14 +153,17 @@ async def _decide(tool: Tool, call: ToolCall, policy: SideEffectPolicy | None) -
         verdict = await policy.decide(tool, call)
         if not isinstance(verdict, PolicyDecision):
             raise TypeError(f"policy returned {type(verdict).__name__}, not PolicyDecision")
-        return PolicyDecision(ToolDecision(verdict.decision), str(verdict.reason or ""))
+        return PolicyDecision(ToolDecision(verdict.decision), str(verdict.reason or ""), verdict.approval_id)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # fail closed: a broken policy must not let side effects through
         return PolicyDecision(ToolDecision.DENIED, f"policy error ({type(exc).__name__}: {exc}); denied")
 
 
-def _not_executed(call: ToolCall, verdict: PolicyDecision, started: float) -> Observation:
+def not_executed_observation(call: ToolCall, verdict: PolicyDecision, started: float | None = None) -> Observation:
+    """What the model sees for a shadowed call or one waiting for approval (not an error: the
+    call was valid; it simply did not run)."""
+    started = time.monotonic() if started is None else started
     what = {
         ToolDecision.SHADOWED: "was recorded but NOT executed (shadow mode)",
         ToolDecision.PENDING_APPROVAL: "was NOT executed: it is waiting for approval",
@@ -168,12 +171,15 @@ def _not_executed(call: ToolCall, verdict: PolicyDecision, started: float) -> Ob
     body = {"tool": call.name, "decision": verdict.decision.value, "message": f"the call {what}"}
     if verdict.reason:
         body["reason"] = verdict.reason
+    if verdict.approval_id:
+        body["approval_id"] = verdict.approval_id
     return Observation(
         tool_call_id=call.id,
         tool_name=call.name,
         content=NOT_EXECUTED_PREFIX + json.dumps(body, ensure_ascii=False),
         decision=verdict.decision,
         duration_s=time.monotonic() - started,
+        approval_id=verdict.approval_id,
     )
 
 
@@ -218,7 +224,7 @@ async def _dispatch(
         reason = verdict.reason or f"the call to {tool.name!r} was denied by policy"
         return _error(call, ToolErrorCode.DENIED, reason, started, decision=ToolDecision.DENIED)
     if verdict.decision in (ToolDecision.SHADOWED, ToolDecision.PENDING_APPROVAL):
-        return _not_executed(call, verdict, started)
+        return not_executed_observation(call, verdict, started)
 
     if not await tool.try_acquire_rate():
         return _error(

@@ -24,6 +24,9 @@ class PolicyDecision:
 
     decision: ToolDecision
     reason: str = ""
+    # Set with PENDING_APPROVAL: the id under which the approval service holds the request, so
+    # the loop can wait for that exact decision (calls ids repeat across runs; approval ids do not).
+    approval_id: str | None = None
 
 
 @runtime_checkable

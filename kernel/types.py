@@ -83,6 +83,8 @@ class Observation(BaseModel):
     decision: ToolDecision = ToolDecision.EXECUTED
     duration_s: float = 0.0
     cost_usd: float = 0.0
+    # The pending approval this call waits for (decision pending_approval), else None.
+    approval_id: str | None = None
 
 
 class StepRecord(BaseModel):

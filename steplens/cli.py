@@ -104,6 +104,63 @@ def report_cost(
     raise typer.Exit(run_report(by=by, since=since, fmt=format, api=api, project=project))  # type: ignore[arg-type]
 
 
+approvals_app = typer.Typer(help="Review agents' pending high-risk tool calls.", no_args_is_help=True)
+app.add_typer(approvals_app, name="approvals")
+
+
+@approvals_app.command("list")
+def approvals_list(
+    status: Annotated[str, typer.Option(help="pending, approved, rejected, expired or all.")] = "pending",
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Most approvals shown.")] = 100,
+) -> None:
+    """List approvals, newest first. The API key (scope read) comes from STEPLENS_API_KEY."""
+    from kernel.approvals_cli import list_command
+
+    raise typer.Exit(list_command(api, status, limit))
+
+
+@approvals_app.command("approve")
+def approvals_approve(
+    approval_id: Annotated[str, typer.Argument(help="The approval id (from `steplens approvals list`).")],
+    reason: Annotated[str | None, typer.Option(help="Why (shown to the agent).")] = None,
+    by: Annotated[str | None, typer.Option(help="Who decides (default: the API key's name).")] = None,
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Approve a pending call: the waiting agent runs it. Needs an admin key in STEPLENS_API_KEY."""
+    from kernel.approvals_cli import decide_command
+
+    raise typer.Exit(decide_command(api, approval_id, True, reason, by))
+
+
+@approvals_app.command("reject")
+def approvals_reject(
+    approval_id: Annotated[str, typer.Argument(help="The approval id (from `steplens approvals list`).")],
+    reason: Annotated[str | None, typer.Option(help="Why (shown to the agent).")] = None,
+    by: Annotated[str | None, typer.Option(help="Who decides (default: the API key's name).")] = None,
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Reject a pending call: the agent is told it was denied, with the reason. Needs an admin key."""
+    from kernel.approvals_cli import decide_command
+
+    raise typer.Exit(decide_command(api, approval_id, False, reason, by))
+
+
+alerts_app = typer.Typer(help="Alert rules (defined in steplens.toml, evaluated by the server).", no_args_is_help=True)
+app.add_typer(alerts_app, name="alerts")
+
+
+@alerts_app.command("check")
+def alerts_check(
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Evaluate every alert rule once; exit 1 when anything fires, 2 when the check fails.
+    Needs the admin scope; the API key comes from STEPLENS_API_KEY."""
+    from ingest.alerts.cli import check_command
+
+    raise typer.Exit(check_command(api))
+
+
 def main() -> None:
     app()
 
