@@ -19,14 +19,14 @@ def server_on(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """`server_on(db_path, **settings)` starts a server; `.stop()` it or let teardown do it."""
     started: list[_ServerThread] = []
 
-    def start(db: Path | None = None, **overrides: Any) -> Any:
+    def start(db: Path | None = None, wait_key: str | None = None, **overrides: Any) -> Any:
         settings = Settings(db=db or tmp_path / "steplens.duckdb", host="127.0.0.1", grpc_port=0, **overrides)
         thread = _ServerThread(settings)
         started.append(thread)
         srv = thread.start()
         srv.stop = lambda: (thread.stop(), started.remove(thread))  # type: ignore[attr-defined]
         if settings.alerts:
-            wait_first_evaluation(srv.http_url)
+            wait_first_evaluation(srv.http_url, key=wait_key)
         return srv
 
     yield start

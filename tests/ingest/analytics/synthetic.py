@@ -131,12 +131,13 @@ def send(http_url: str, store: object, runs: list[Run], batch: int = 500) -> Non
     assert store.wait_loaded(30), "spans acknowledged but not loaded within 30 s"  # type: ignore[attr-defined]
 
 
-def wait_first_evaluation(url: str, timeout: float = 15.0) -> None:
+def wait_first_evaluation(url: str, timeout: float = 15.0, key: str | None = None) -> None:
     """The alert evaluator runs every rule once at startup; wait for that so a test's own check is
     the one that sees its data (otherwise the startup evaluation could race it)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rules = httpx.get(url + "/api/alerts", timeout=10).json()["rules"]
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        rules = httpx.get(url + "/api/alerts", timeout=10, headers=headers).json()["rules"]
         if all(r["last_evaluated"] is not None for r in rules):
             return
         time.sleep(0.02)
