@@ -25,6 +25,7 @@ PAGES = [
     st.Page("views/failures.py", title="Failures", icon=":material/error:", url_path="failures"),
     st.Page("views/tools.py", title="Tools", icon=":material/build:", url_path="tools"),
     st.Page("views/cost.py", title="Cost", icon=":material/payments:", url_path="cost"),
+    st.Page("views/replanning.py", title="Replanning", icon=":material/account_tree:", url_path="replanning"),
     st.Page("views/runs.py", title="Runs", icon=":material/list:", url_path="runs"),
     st.Page("views/trace.py", title="Trace", icon=":material/timeline:", url_path="trace"),
     st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),

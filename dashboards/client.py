@@ -26,6 +26,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 
 from dashboards.config import UISettings
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
+from dashboards.replanning_models import Replanning
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -208,6 +209,9 @@ class QueryClient:
 
     def prices(self) -> Prices:
         return self._model(Prices, "/api/prices", {})
+
+    def replanning(self, filters: Filters = Filters()) -> Replanning:
+        return self._model(Replanning, "/api/replanning", filters.params())
 
     # ------------------------------------------------------------------ plumbing
 
