@@ -33,7 +33,7 @@ from types import FrameType
 import httpx
 
 STOP_WAIT_S = 15.0
-SERVER_READY_S = 60.0
+SERVER_READY_S = 120.0  # a restart replays the write-ahead spool before it is ready
 UI_READY_S = 60.0
 DEMO_MODES = ("auto", "always", "never")
 API_KEY_ENV = "STEPLENS_API_KEY"
