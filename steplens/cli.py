@@ -161,6 +161,39 @@ def alerts_check(
     raise typer.Exit(check_command(api))
 
 
+eval_app = typer.Typer(help="Evaluate an agent on a dataset; compare two evaluations.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("run")
+def eval_run(
+    dataset: Annotated[Path, typer.Argument(help="JSONL cases (e.g. kernel/examples/datasets/ticket_eval.jsonl).")],
+    agent: Annotated[str, typer.Option(help="Example agent to evaluate.")] = "ticket",
+    version: Annotated[str, typer.Option(help="Agent version.")] = "v1",
+    endpoint: Annotated[str | None, typer.Option(help="Send the runs' traces to this ingest server.")] = None,
+    seed: Annotated[int, typer.Option(help="Same seed, same runs.")] = 0,
+    out: Annotated[Path, typer.Option(help="Where results go (<run_id>.json).")] = Path("data/evals"),
+    concurrency: Annotated[int, typer.Option(min=1, help="Cases in flight at once.")] = 8,
+    no_faults: Annotated[bool, typer.Option("--no-faults", help="A flawless simulated model.")] = False,
+) -> None:
+    """Run every case as a traced run tagged with eval ids; save and print the results."""
+    from kernel.eval.cli import eval_run_command
+
+    raise typer.Exit(eval_run_command(dataset, agent, version, endpoint, seed, out, concurrency, no_faults))
+
+
+@eval_app.command("compare")
+def eval_compare(
+    run_a: Annotated[str, typer.Argument(help="Baseline: a run id or a results file.")],
+    run_b: Annotated[str, typer.Argument(help="Candidate: a run id or a results file.")],
+    runs_dir: Annotated[Path, typer.Option("--dir", help="Where run ids are looked up.")] = Path("data/evals"),
+) -> None:
+    """Regressions and improvements per case (exit 1 when any case regressed)."""
+    from kernel.eval.cli import eval_compare_command
+
+    raise typer.Exit(eval_compare_command(run_a, run_b, runs_dir))
+
+
 def main() -> None:
     app()
 
