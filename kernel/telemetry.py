@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 _ENABLED: ContextVar[bool] = ContextVar("steplens_kernel_tracing", default=True)
 _NULL_ATTEMPT = NullAttemptScope()
+_MAX_UNKNOWN_NAME = 64
 _BUDGET_FIELDS = (
     "max_steps", "max_input_tokens", "max_output_tokens", "max_cost_usd", "max_seconds",
     "max_consecutive_errors", "max_consecutive_unparsable",
@@ -51,9 +52,13 @@ _BUDGET_FIELDS = (
 
 
 def _on() -> bool:
-    """Spans are worth building: not disabled, and something could record them. (Chat spans check
-    only `_ENABLED`: they also feed the GenAI metrics, which have their own provider.)"""
+    """Spans are worth building: not disabled, and something could record them."""
     return _ENABLED.get() and spans.recording_possible()
+
+
+def _chat_on() -> bool:
+    """As `_on`, but chat spans also feed the GenAI metrics, which have their own provider."""
+    return _ENABLED.get() and spans.recording_possible(metrics=True)
 
 
 @contextmanager
@@ -377,7 +382,7 @@ def chat_attempt(
     *, model: str, provider: str, attempt: int, fallback_from: str | None
 ) -> AbstractContextManager[Any]:
     """ResilientLLM's default `attempt_scope`: reads the request from `current_attempt_request()`."""
-    if not _ENABLED.get():
+    if not _chat_on():
         return nullcontext(_NULL_ATTEMPT)
     return _open_chat(model=model, provider=provider, attempt=attempt, fallback_from=fallback_from,
                       request=current_attempt_request())
@@ -393,7 +398,7 @@ async def complete(
 ) -> LLMResponse:
     """`llm.complete(...)`, in one chat span unless the LLM opens its own per attempt
     (`emits_chat_spans`, e.g. ResilientLLM): a plain adapter still gets one span per call."""
-    if getattr(llm, "emits_chat_spans", False) or not _ENABLED.get():
+    if getattr(llm, "emits_chat_spans", False) or not _chat_on():
         return await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)
     model, provider = describe(llm)
     request = AttemptRequest(messages, tools, temperature, max_tokens)
@@ -449,7 +454,8 @@ def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:
         return ToolTrace(None, False)
     try:
         scope = spans.tool_span(
-            call.name,
+            # A name no tool has is the model's free text: bounded like a valid name (64 chars).
+            call.name if tool is not None else call.name[:_MAX_UNKNOWN_NAME],
             call_id=call.id,
             side_effect=tool.side_effect if tool is not None else False,
             risk=tool.risk if tool is not None else None,

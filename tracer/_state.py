@@ -46,6 +46,7 @@ _UNKNOWN = object()
 # get_tracer_provider() looks this variable up in os.environ on every call (~1 µs, as much as the
 # whole no-op path); a provider named by the environment is a start-up setting, so read it once.
 _PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_METER_PROVIDER_FROM_ENV = "OTEL_PYTHON_METER_PROVIDER" in os.environ
 
 
 def recording_possible() -> bool:
@@ -63,6 +64,23 @@ def recording_possible() -> bool:
     elif provider is _UNKNOWN:
         provider = trace.get_tracer_provider()
     return not isinstance(provider, _NO_SDK)
+
+
+def metrics_possible() -> bool:
+    """False when the GenAI metrics cannot record: no handle and no global meter provider
+    (the same shortcut as `recording_possible`, for the metrics API's global slot)."""
+    if current is not _DEFAULT:
+        return True
+    from opentelemetry.metrics import _internal as metrics_internal
+
+    provider = getattr(metrics_internal, "_METER_PROVIDER", _UNKNOWN)
+    if provider is None:
+        if not _METER_PROVIDER_FROM_ENV:
+            return False
+        provider = metrics.get_meter_provider()
+    elif provider is _UNKNOWN:
+        provider = metrics.get_meter_provider()
+    return not isinstance(provider, metrics.NoOpMeterProvider) and type(provider).__name__ != "_ProxyMeterProvider"
 
 
 def policy() -> ContentPolicy:

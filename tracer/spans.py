@@ -616,11 +616,11 @@ def replan_span(
     return scope
 
 
-def recording_possible() -> bool:
+def recording_possible(*, metrics: bool = False) -> bool:
     """False when nothing is set up (no handle, no global SDK provider): no span could record, so
-    a caller may skip building its inputs. GenAI metrics are separate: chat spans still record them
-    when a meter provider is configured, so keep calling `chat_span` on that path."""
-    return _state.recording_possible()
+    a caller may skip the helper call entirely. Chat spans also feed the GenAI metrics: pass
+    `metrics=True` there, which stays True while a global meter provider is configured."""
+    return _state.recording_possible() or (metrics and _state.metrics_possible())
 
 
 def current_trace_id() -> str | None:

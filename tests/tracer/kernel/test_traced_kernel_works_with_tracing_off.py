@@ -44,10 +44,10 @@ async def test_capture_off_records_no_content(memory_handle_factory) -> None:
     assert run.attributes[c.RUN_STEPS] == 3 and run.attributes[c.RUN_OK] is True
 
 
-def test_a_global_sdk_provider_installed_later_gets_the_runs_spans() -> None:
-    """The no-op fast path is decided per call: an app that installs its own global SDK provider
-    (without tracer.setup) after the kernel is imported still gets the kernel's spans. In a
-    subprocess, because a global provider can be installed only once per process."""
+def test_global_providers_installed_later_get_the_runs_metrics_and_spans() -> None:
+    """The no-op fast path is decided per call: an app that installs its own global SDK meter or
+    tracer provider (without tracer.setup) after the kernel is imported still gets the GenAI
+    metrics and the spans. In a subprocess: a global provider can be installed once per process."""
     import subprocess
     import sys
     import textwrap
@@ -61,8 +61,21 @@ def test_a_global_sdk_provider_installed_later_gets_the_runs_spans() -> None:
         from kernel.agent import Agent
         from kernel.llm import ScriptedLLM
 
+        from opentelemetry import metrics
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
         before = asyncio.run(Agent("g", "1", ScriptedLLM(["Final Answer: x"])).run("t"))
         assert before.ok and before.trace_id is None
+        reader = InMemoryMetricReader()
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        metered = asyncio.run(Agent("g", "1", ScriptedLLM(["Final Answer: x"])).run("t"))
+        assert metered.trace_id is None  # still no spans: only a meter provider is installed
+        data = reader.get_metrics_data()
+        got = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+        assert got["gen_ai.client.operation.duration"].data.data_points[0].count == 1, got
+        assert sum(p.sum for p in got["gen_ai.client.token.usage"].data.data_points) == (
+            metered.usage.input_tokens + metered.usage.output_tokens)
         exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))

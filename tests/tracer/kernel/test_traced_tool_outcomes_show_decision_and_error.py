@@ -93,3 +93,13 @@ async def test_truncated_observation(memory_handle) -> None:
     assert step.attributes[c.STEP_OBSERVATION] == result.steps[0].observation_text
     assert f"[... {t[c.TRUNCATE_DROPPED_TOKENS]} tokens truncated ...]" in step.attributes[c.STEP_OBSERVATION]
     assert one(finished, "execute_tool big").attributes[c.GEN_AI_TOOL_CALL_RESULT].count("\n") == 199
+
+
+async def test_unknown_tool_with_a_huge_name_gets_a_bounded_span_name(memory_handle) -> None:
+    name = "x" * 5000  # the model's free text, not a tool
+    result = await agent(ScriptedLLM([f"Action: {name}\nAction Input: {{}}", final("x")])).run("t")
+    assert result.ok and result.steps[0].calls[0].name == name
+    tools = [s for s in memory_handle.memory_exporter.get_finished_spans() if s.name.startswith("execute_tool ")]
+    (span,) = tools
+    assert span.name == "execute_tool " + "x" * 64 and span.attributes[c.GEN_AI_TOOL_NAME] == "x" * 64
+    assert span.attributes[c.ERROR_TYPE] == "unknown_tool"
