@@ -344,9 +344,15 @@ def _traced(n: int, queue: int, **setup: object) -> float:
     return us
 
 
-def _bare_in_kernel(n: int, queue: int, recorded: Recorded) -> float:
+def _bare_in_kernel(n: int, queue: int, recorded: Recorded, endpoint: str | None = None) -> float:
+    """The yardstick run: bare SDK spans, into a discarding exporter or the SDK's own OTLP/HTTP one."""
+    exporter: SpanExporter = DiscardExporter()
+    if endpoint is not None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter = OTLPSpanExporter(endpoint=endpoint)
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(DiscardExporter(), max_queue_size=queue))
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
     try:
         with bare_kernel_tracing(provider, recorded.attributes):
             return asyncio.run(_runs(_agent(), n, flush=lambda: provider.force_flush(30_000)))
@@ -365,13 +371,15 @@ def kernel_scenarios(queue: int, endpoint: str, off: Recorded, on: Recorded) -> 
         RunScenario("c", "(c) traced, SDK + discarding exporter, capture off",
                     lambda n: _traced(n, queue, exporter=DiscardExporter(), capture_content=False), "bare"),
         RunScenario("d", "(d) traced, OTLP/HTTP to a receiver process, capture off",
-                    lambda n: _traced(n, queue, endpoint=endpoint, capture_content=False), "bare"),
+                    lambda n: _traced(n, queue, endpoint=endpoint, capture_content=False), "bare-otlp"),
         RunScenario("c+", "(c+) as (c) with content capture on (the default)",
                     lambda n: _traced(n, queue, exporter=DiscardExporter(), capture_content=True), "bare+"),
         RunScenario("bare", "yardstick: same run, bare SDK spans, same attributes",
                     lambda n: _bare_in_kernel(n, queue, off)),
         RunScenario("bare+", "yardstick: same, with the content attributes of (c+)",
                     lambda n: _bare_in_kernel(n, queue, on)),
+        RunScenario("bare-otlp", "yardstick: bare SDK spans, the SDK's OTLP/HTTP exporter",
+                    lambda n: _bare_in_kernel(n, queue, off, endpoint)),
     ]
 
 
