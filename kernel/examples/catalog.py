@@ -6,10 +6,11 @@ import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kernel.agent import Agent
 from kernel.budgets import Budget
-from kernel.examples import ops, ticket
+from kernel.examples import ops, planner, ticket
 from kernel.examples.data import Task
 from kernel.examples.faults import FaultRates
 from kernel.examples.simulated import AgentPolicy, SimulatedLLM
@@ -31,9 +32,12 @@ class AgentSpec:
     response_model: str
     fallback_model: str
     provider: str
-    policy: AgentPolicy
+    policy: AgentPolicy | None  # the simulated model's policy (None: the agent has its own model)
     tools: Callable[[str], list[Tool]]  # version -> tools (cached: built once per version)
     sample_task: Callable[[random.Random], Task]
+    # Agents that are not the ReAct loop (plan-and-execute) build themselves: (spec, version, seed,
+    # faults, fallback_faults, policy, resilient) -> BuiltAgent.
+    builder: Callable[..., BuiltAgent] | None = None
 
 
 _SHOP = ticket.build_shop()
@@ -47,6 +51,31 @@ def _ticket_tools(version: str) -> list[Tool]:
 @functools.cache
 def _ops_tools(version: str) -> list[Tool]:
     return ops.build_tools(version)
+
+
+@functools.cache
+def _planner_tools(version: str) -> list[Tool]:
+    return planner.build_tools(version)
+
+
+def _build_planner(spec: AgentSpec, version: str, *, seed: int | str, faults: FaultRates | None,
+                   fallback_faults: FaultRates | None, policy: SideEffectPolicy | None, resilient: bool) -> BuiltAgent:
+    from kernel.plan import ExecutorConfig, PlanAndExecuteAgent
+
+    primary = planner.PlannerLLM(seed=f"{seed}:primary", faults=faults, model=spec.model,
+                                 response_model=spec.response_model, provider=spec.provider)
+    models: list[Any] = [primary]
+    llm: Any = primary
+    if resilient:
+        fallback = planner.PlannerLLM(seed=f"{seed}:fallback", faults=fallback_faults or faults,
+                                      model=spec.fallback_model, response_model=spec.fallback_model,
+                                      provider=spec.provider)
+        models.append(fallback)
+        llm = ResilientLLM([primary, fallback], max_attempts_per_model=2, backoff_initial_s=0.01,
+                           backoff_max_s=0.05, retry_after_cap_s=0.05)
+    agent = PlanAndExecuteAgent(spec.name, version, llm, spec.tools(version), budget=spec.budget, policy=policy,
+                                executor=ExecutorConfig(backoff_initial_s=0.01, backoff_max_s=0.05), temperature=0.2)
+    return BuiltAgent(agent, models)
 
 
 AGENTS: dict[str, AgentSpec] = {
@@ -76,6 +105,20 @@ AGENTS: dict[str, AgentSpec] = {
         tools=_ops_tools,
         sample_task=ops.sample_task,
     ),
+    planner.AGENT: AgentSpec(
+        name=planner.AGENT,
+        versions=planner.VERSIONS,
+        system_prompt="(plan-and-execute: kernel.plan.prompts)",
+        budget=planner.BUDGET,
+        model=planner.MODEL,
+        response_model=planner.RESPONSE_MODEL,
+        fallback_model=planner.FALLBACK_MODEL,
+        provider=planner.PROVIDER,
+        policy=None,
+        tools=_planner_tools,
+        sample_task=planner.sample_task,
+        builder=_build_planner,
+    ),
 }
 
 
@@ -94,10 +137,11 @@ def demo_policy() -> SideEffectPolicy:
 
 @dataclass
 class BuiltAgent:
-    """An agent ready for one run, with its simulated models (their `injected` fault counts)."""
+    """An agent ready for one run, with its simulated models (their `injected` fault counts).
+    `agent` is a ReAct `Agent` or a `PlanAndExecuteAgent`: both `await agent.run(task)`."""
 
-    agent: Agent
-    models: list[SimulatedLLM]
+    agent: Any
+    models: list[Any]
 
 
 def build_agent(
@@ -122,6 +166,10 @@ def build_agent(
         raise ValueError(f"unknown example agent {name!r}; known: {', '.join(AGENTS)}")
     if version not in spec.versions:
         raise ValueError(f"agent {name!r} has versions {', '.join(spec.versions)}, not {version!r}")
+    if spec.builder is not None:
+        return spec.builder(spec, version, seed=seed, faults=faults, fallback_faults=fallback_faults,
+                            policy=policy if policy is not None else demo_policy(), resilient=resilient)
+    assert spec.policy is not None
     primary = SimulatedLLM(spec.policy, seed=f"{seed}:primary", faults=faults, model=spec.model,
                            response_model=spec.response_model, provider=spec.provider, latency_s=latency_s)
     models = [primary]

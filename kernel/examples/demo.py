@@ -5,7 +5,8 @@ the provider is having a bad moment, and the model's faults. So the same `--seed
 runs (same stop reasons, tokens and costs) whatever the concurrency, and an end-to-end test can
 compare what the API stores with the `DemoSummary` returned here.
 
-Workload: 60% ticket agent, 40% ops agent, versions v1/v2 half each; 3% of runs fall into a
+Workload: 50% ticket agent, 30% ops agent, 20% cost-comparison planner (plan-and-execute),
+versions v1/v2 half each; 3% of runs fall into a
 provider "incident" where most calls fail (retries, fallbacks, some `llm_unavailable`).
 """
 
@@ -24,7 +25,7 @@ from kernel.examples.catalog import AGENTS, build_agent
 from kernel.examples.faults import FaultRates
 from kernel.types import RunResult
 
-AGENT_WEIGHTS = {"ticket": 0.6, "ops": 0.4}
+AGENT_WEIGHTS = {"ticket": 0.5, "ops": 0.3, "planner": 0.2}
 DEGRADED_RATE = 0.03
 DEGRADED_FAULTS = {"outage": 0.7}
 DEFAULT_CONCURRENCY = 64
