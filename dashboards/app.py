@@ -29,6 +29,8 @@ PAGES = [
     st.Page("views/runs.py", title="Runs", icon=":material/list:", url_path="runs"),
     st.Page("views/trace.py", title="Trace", icon=":material/timeline:", url_path="trace"),
     st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("views/regressions.py", title="Regressions", icon=":material/trending_up:", url_path="regressions"),
+    st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
 ]
 
 page = st.navigation(PAGES)

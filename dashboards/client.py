@@ -24,6 +24,7 @@ from cachetools import TLRUCache
 from pydantic import BaseModel, ValidationError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from dashboards.alerts_models import AlertEvents, Alerts, Regressions
 from dashboards.config import UISettings
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
@@ -212,6 +213,17 @@ class QueryClient:
 
     def replanning(self, filters: Filters = Filters()) -> Replanning:
         return self._model(Replanning, "/api/replanning", filters.params())
+
+    def regressions(self, filters: Filters = Filters(), comparison: str = "window", **params: Any) -> Regressions:
+        """`GET /api/regressions`: comparison window, release or drift; extra query parameters as given."""
+        extra = {k: v for k, v in params.items() if v not in (None, "")}
+        return self._model(Regressions, "/api/regressions", {**filters.params(), "comparison": comparison, **extra})
+
+    def alerts(self) -> Alerts:
+        return self._model(Alerts, "/api/alerts", {})
+
+    def alert_events(self, limit: int = 200) -> AlertEvents:
+        return self._model(AlertEvents, "/api/alerts/events", {"limit": limit}, endpoint="alerts")
 
     # ------------------------------------------------------------------ plumbing
 

@@ -1,0 +1,47 @@
+"""Alerts: every rule with its state per agent (firing first), and the history of notifications
+with links to the evidence traces."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboards.ui import client, empty_state, example_links, guard
+
+st.title("Alerts")
+
+with guard():
+    api = client()
+    alerts = api.alerts()
+    if not alerts.rules:
+        empty_state("no alert rules configured: add [[alerts]] to steplens.toml (see docs/alerts.md).")
+    else:
+        firing = sum(r.firing for r in alerts.rules)
+        st.metric("Rules firing", f"{firing} of {len(alerts.rules)}")
+        rows = []
+        for r in alerts.rules:
+            hot = [s.subject for s in r.states if s.status == "firing"]
+            rows.append({
+                "rule": r.rule.get("name", ""), "status": "firing" if r.firing else "ok",
+                "firing for": ", ".join(hot) or "—", "kind": r.rule.get("kind", ""),
+                "metric": r.rule.get("metric", ""), "severity": r.rule.get("severity", ""),
+                "last evaluated": "" if r.last_evaluated is None else f"{r.last_evaluated:%Y-%m-%d %H:%M:%S}",
+                "error": r.last_error or "",
+            })
+        st.dataframe(rows, hide_index=True, key="rules")
+        for r in alerts.rules:
+            for s in r.states:
+                if s.status == "firing":
+                    st.error(f"{r.rule.get('name', '')} · {s.subject}: {s.summary or ''}", icon=":material/warning:")
+            if r.last_error:
+                st.warning(f"{r.rule.get('name', '')} could not be evaluated: {r.last_error}")
+
+    st.subheader("History")
+    events = api.alert_events().events
+    if not events:
+        st.caption("no alert has fired yet.")
+    for e in events:
+        with st.container(border=True):
+            when = "" if e.time is None else f"{e.time:%Y-%m-%d %H:%M:%S}"
+            st.markdown(f"**{e.kind}** · {e.rule} · {e.subject} · {e.severity} · {when}")
+            st.caption(e.summary)
+            example_links(e.evidence, label="evidence")
