@@ -174,9 +174,9 @@ REPLICAS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
          "last_error_span_id": _sid("last_error_span_id")},
         ("start_time", "end_time", "span_start", "span_end", "last_error_at", "updated_at"),
     ),  # fmt: skip
-    "tool_calls": ({"trace_id": _tid("trace_id"), "span_id": _sid("span_id")}, ("start_time", "end_time")),
-    "tool_carry": ({"trace_id": _tid("trace_id"), "span_id": _sid("span_id")}, ("start_time",)),
-    "run_models": ({"trace_id": _tid("trace_id")}, ("start_time",)),
+    "tool_calls": ({"trace_id": _tid("trace_id"), "span_id": _sid("span_id")}, ("start_time", "end_time", "run_start")),
+    "tool_carry": ({"trace_id": _tid("trace_id"), "span_id": _sid("span_id")}, ("start_time", "run_start")),
+    "run_models": ({"trace_id": _tid("trace_id")}, ("start_time", "run_start")),
 }
 
 

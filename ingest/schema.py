@@ -202,6 +202,17 @@ CREATE TABLE IF NOT EXISTS run_models (
 
 ANALYTICS_MIGRATION = [*ANALYTICS_SPAN_COLUMNS, *RUNS_LAST_ERROR, TOOL_CALLS_DDL, TOOL_CARRY_DDL, RUN_MODELS_DDL]
 
+# The run's filter facts copied onto its analytics rows (kept in step by the loader whenever the
+# trace gets a span), so /api/tools and /api/cost filter those tables directly: a join with runs
+# on 32-char trace ids cost more than the aggregate itself at millions of rows.
+ANALYTICS_RUN_FACTS = [
+    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {sql_type}"
+    for table in ("tool_calls", "tool_carry", "run_models")
+    for column, sql_type in (
+        ("run_start", "TIMESTAMP"), ("agent", "VARCHAR"), ("version", "VARCHAR"), ("environment", "VARCHAR")
+    )
+]
+
 # Alerting (ingest.alerts): the current state of every (rule, agent) pair, so firing/resolved and the
 # re-notification cooldown survive a restart, and the history of what was notified. Written only on
 # the store's writer thread (SpanStore.run_write).
@@ -346,5 +357,6 @@ MIGRATIONS: list[list[str]] = [
     [ALERT_STATE_DDL, ALERT_EVENTS_DDL],  # version 4: alerting
     [PLAN_SPANS_DDL, PLAN_SPANS_BACKFILL],  # version 5: replanning analytics
     [APPROVALS_DDL],  # version 6: human approvals (ingest/approvals.py)
+    ANALYTICS_RUN_FACTS,  # version 7: run filter facts on the analytics tables
 ]
 

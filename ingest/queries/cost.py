@@ -12,7 +12,7 @@ from typing import Any, Literal
 import duckdb
 
 from ingest.queries.filters import CommonFilters, runs_common_where
-from ingest.queries.run_scope import scoped_from
+from ingest.queries.run_scope import facts_from
 
 GroupBy = Literal["model", "provider", "tool", "agent", "version", "project", "user", "conversation", "day"]
 EXAMPLE_CANDIDATES = 12
@@ -46,7 +46,7 @@ def cost_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters, group_by: 
         """
         params = where.params
     elif group_by in MODEL_KEYS:
-        scope, params = scoped_from("run_models", "m", filters)
+        scope, params = facts_from("run_models", "m", filters)
         sql = f"""
             SELECT {MODEL_KEYS[group_by]} AS key, count(DISTINCT m.trace_id) AS runs,
                 coalesce(sum(m.llm_calls), 0) AS llm_calls,

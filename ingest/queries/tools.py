@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from ingest.queries.filters import CommonFilters
-from ingest.queries.run_scope import scoped_from
+from ingest.queries.run_scope import facts_from
 from tracer.conventions import ToolDecision, ToolErrorCode
 
 EXAMPLE_CANDIDATES = 12  # trace ids fetched per tool; deduplicated to a few examples by the caller
@@ -59,7 +59,7 @@ class ToolRows:
 
 
 def tool_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ToolRows:
-    scope, params = scoped_from("tool_calls", "t", filters)
+    scope, params = facts_from("tool_calls", "t", filters)
     cur.execute(
         _STATS.format(scope=scope, examples=EXAMPLE_CANDIDATES),
         [UNNAMED, ToolErrorCode.TIMEOUT.value, ToolDecision.DENIED.value, ToolErrorCode.DENIED.value, *params],
@@ -69,7 +69,7 @@ def tool_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ToolRow
 
     errors = {s["tool"]: {str(k): int(v) for k, v in (s.pop("errors_by_type") or {}).items()} for s in stats}
 
-    carry_scope, carry_params = scoped_from("tool_carry", "c", filters)
+    carry_scope, carry_params = facts_from("tool_carry", "c", filters)
     cur.execute(_CARRY.format(scope=carry_scope), [UNNAMED, *carry_params])
     carry: dict[str, dict[str, int]] = {}
     for tool, model, tokens in cur.fetchall():

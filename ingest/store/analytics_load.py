@@ -111,16 +111,22 @@ _MERGE_MODELS = [
     "INSERT INTO run_models BY NAME SELECT * FROM merged_models",
 ]
 
+# The run's filter facts onto its run_models rows (the root may arrive after the LLM calls).
+_RUN_MODELS_FACTS = """
+UPDATE run_models SET run_start = m.start_time, agent = m.agent, version = m.version, environment = m.environment
+FROM merged_runs m
+WHERE run_models.project = m.project AND run_models.trace_id = m.trace_id
+  AND run_models.start_time BETWEEN $lo AND $hi
+"""
+
 # ---- tool calls: recomputed per touched trace -------------------------------------------------
 
-# Traces with tool calls that got a span this batch that can change a tool row.
+# Traces with tool calls that got any span this batch: a tool, LLM, truncate or step span can change
+# a tool row, and the root can change the run facts (start, agent, version) copied onto them.
 _TOOL_TRACES = """
 CREATE OR REPLACE TEMP TABLE tool_traces AS
-SELECT m.project, m.trace_id, m.span_start, m.span_end
-FROM merged_runs m SEMI JOIN (
-    SELECT DISTINCT project, trace_id FROM new_spans WHERE operation IN ($tool, $llm, $truncate, $step)
-) n ON m.project = n.project AND m.trace_id = n.trace_id
-WHERE m.tool_calls > 0
+SELECT project, trace_id, span_start, span_end, start_time AS run_start, agent, version, environment
+FROM merged_runs WHERE tool_calls > 0
 """
 
 _TOOL_TRACE_SPANS = """
@@ -188,6 +194,7 @@ obs AS (
     FROM truncs GROUP BY project, trace_id, span_id
 )
 SELECT t.project, t.trace_id, t.span_id, t.tool_name, t.start_time, t.end_time, t.duration_ms,
+    r.run_start, r.agent, r.version, r.environment,
     (t.status = 'ERROR' OR t.error_type IS NOT NULL) AS is_error, t.error_type, t.tool_decision AS decision,
     t.cost_usd AS direct_cost_usd, d.cost AS decision_cost_usd, d.calls AS decision_llm_calls,
     d.in_tok AS decision_input_tokens, d.out_tok AS decision_output_tokens,
@@ -196,6 +203,7 @@ SELECT t.project, t.trace_id, t.span_id, t.tool_name, t.start_time, t.end_time, 
         AS observation_source,
     o.truncated, o.dropped AS dropped_tokens
 FROM tools t
+JOIN tool_traces r ON r.project = t.project AND r.trace_id = t.trace_id
 LEFT JOIN decision d ON d.project = t.project AND d.trace_id = t.trace_id AND d.span_id = t.span_id
 LEFT JOIN obs o ON o.project = t.project AND o.trace_id = t.trace_id AND o.span_id = t.span_id
 """
@@ -213,11 +221,12 @@ WITH llm AS (
 models AS (SELECT DISTINCT project, trace_id, price_model, total FROM llm),
 pairs AS (
     SELECT t.project, t.trace_id, t.span_id, t.tool_name, t.start_time, t.end_time, t.observation_tokens,
-        m.price_model, m.total
+        t.run_start, t.agent, t.version, t.environment, m.price_model, m.total
     FROM new_tool_calls t JOIN models m ON m.project = t.project AND m.trace_id = t.trace_id
     WHERE t.observation_tokens > 0
 )
-SELECT p.project, p.trace_id, p.span_id, p.tool_name, p.start_time, p.price_model AS model,
+SELECT p.project, p.trace_id, p.span_id, p.tool_name, p.start_time, p.run_start, p.agent, p.version,
+    p.environment, p.price_model AS model,
     p.total - coalesce(l.upto, 0) AS later_calls,
     p.observation_tokens * (p.total - coalesce(l.upto, 0)) AS resent_tokens
 FROM pairs p ASOF LEFT JOIN llm l
@@ -260,6 +269,9 @@ def maintain(conn: duckdb.DuckDBPyConnection) -> None:
     if conn.execute("SELECT count(*) FROM batch_models").fetchall()[0][0]:
         for statement in _MERGE_MODELS:
             execute(conn, statement)
+    lo, hi = conn.execute("SELECT min(span_start), max(span_end) FROM merged_runs").fetchall()[0]
+    if lo is not None and hi is not None:
+        execute(conn, _RUN_MODELS_FACTS, {"lo": lo, "hi": hi})
     execute(conn, _TOOL_TRACES)
     lo, hi = conn.execute("SELECT min(span_start), max(span_end) FROM tool_traces").fetchall()[0]
     if lo is not None and hi is not None:

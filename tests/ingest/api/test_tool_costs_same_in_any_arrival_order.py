@@ -1,7 +1,8 @@
 """Tool cost parts and failure signatures do not depend on how the spans were batched.
 
-The same run is sent once whole and once span by span in reverse order (root first, tool spans
-before the LLM calls that chose them, truncate spans last): per-tool stats must be identical.
+The same run is sent whole, span by span in end order (root last: the run's agent/version reach the
+tool rows after them) and span by span reversed (root first, tool spans before the LLM calls that
+chose them): per-tool stats, filtered by agent, must be identical.
 """
 
 from __future__ import annotations
@@ -37,12 +38,18 @@ def test_whole_and_reversed_single_span_batches_agree(start_ingest_server, tmp_p
     emitter.run(the_run("pieces"))
     for request in emitter.requests_one_span_each(reverse=True):
         server.send(request)
+    emitter.run(the_run("forward"))
+    for request in emitter.requests_one_span_each():
+        server.send(request)
 
     whole = server.get("/api/tools", agent="whole").json()["tools"]
     pieces = server.get("/api/tools", agent="pieces").json()["tools"]
-    for t in whole + pieces:
+    forward = server.get("/api/tools", agent="forward").json()["tools"]
+    for t in whole + pieces + forward:
         t.pop("examples")
-    assert whole == pieces
+    assert whole == pieces == forward
+    by_model = server.get("/api/cost", group_by="model", agent="forward").json()["rows"]
+    assert by_model[0]["runs"] == 1 and by_model[0]["cost_usd"] == pytest.approx(1.0)
     search = next(t for t in whole if t["tool"] == "search")["cost"]
     assert (search["direct"], search["decision"], search["carry"]) == pytest.approx((0.03, 0.2, 0.45))
     fetch = next(t for t in whole if t["tool"] == "fetch")
@@ -52,7 +59,4 @@ def test_whole_and_reversed_single_span_batches_agree(start_ingest_server, tmp_p
     signatures = {
         r["agent"]: r["failure_signature"] for r in server.get("/api/runs").json()["runs"]
     }
-    assert signatures == {
-        "whole": "tool[fetch] timeout: fetch timed out after <num> s",
-        "pieces": "tool[fetch] timeout: fetch timed out after <num> s",
-    }
+    assert signatures == dict.fromkeys(("whole", "pieces", "forward"), "tool[fetch] timeout: fetch timed out after <num> s")
