@@ -66,6 +66,20 @@ def demo(
     raise typer.Exit(demo_command(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency))
 
 
+@app.command(name="import")
+def import_(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (searched for *.jsonl, *.json, *.bin, *.pb, +.gz).")],
+    api: Annotated[str, typer.Option(help="The ingest server (base URL or its /v1/traces URL).")] = DEFAULT_API,
+    batch_spans: Annotated[int, typer.Option("--batch-spans", min=1, help="Most spans per request.")] = 5000,
+    batch_mib: Annotated[float, typer.Option("--batch-mib", min=0.01, help="Most MiB per request (protobuf).")] = 4.0,
+) -> None:
+    """Send saved traces (Collector file-exporter JSON lines, OTLP protobuf bodies) to a running server.
+    Exit 1 when anything was rejected or unreadable, 2 when the import could not run. Key: STEPLENS_API_KEY."""
+    from ingest.importer import import_command
+
+    raise typer.Exit(import_command(paths, api, batch_spans=batch_spans, batch_mib=batch_mib))
+
+
 trace_app = typer.Typer(help="Look at traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
