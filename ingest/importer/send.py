@@ -23,7 +23,8 @@ from tenacity import (
     retry_if_exception_type,
     stop_after_attempt,
     stop_after_delay,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from ingest.importer.models import ImportOptions
@@ -107,7 +108,8 @@ class Sender:
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(headers=headers, timeout=options.timeout_s)
-        self._backoff = wait_exponential_jitter(initial=0.5, max=options.max_wait_s)
+        # exponential from 0.5 s plus up to 0.5 s of jitter (spread clients out), capped at max_wait_s
+        self._backoff = wait_exponential(multiplier=0.5, max=options.max_wait_s) + wait_random(0, 0.5)
 
     def close(self) -> None:
         self._client.close()
@@ -122,7 +124,7 @@ class Sender:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, RetryableAnswer) and exc.retry_after is not None:
             return min(exc.retry_after, self.options.max_wait_s)
-        return self._backoff(state)
+        return min(self._backoff(state), self.options.max_wait_s)
 
     def _before_sleep(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
