@@ -328,6 +328,7 @@ DEPLOYMENT_ENVIRONMENT = "deployment.environment"  # deprecated resource attribu
 EXCEPTION_EVENT = "exception"  # span event name of recorded exceptions
 EXCEPTION_TYPE = "exception.type"
 EXCEPTION_MESSAGE = "exception.message"  # attribute of the `exception` event
+EXCEPTION_STACKTRACE = "exception.stacktrace"  # attribute of the `exception` event
 
 # Read by ingest's analytics (added for per-tool observation size of foreign clients).
 OI_INPUT_VALUE = "input.value"  # OpenInference: a span's input (a tool's arguments)

@@ -132,8 +132,8 @@ class SpanScope:
         self.span.record_exception(
             exc,
             attributes={
-                "exception.message": policy.short(str(exc), 1024),
-                "exception.stacktrace": policy.short(stack, 8192),
+                c.EXCEPTION_MESSAGE: policy.short(str(exc), 1024),
+                c.EXCEPTION_STACKTRACE: policy.short(stack, 8192),
             },
         )
 
