@@ -1,8 +1,11 @@
 """A backend that refuses connections or never answers neither slows a traced kernel run nor
 hides the loss: the run finishes normally and promptly, and the handle counts what was lost.
 
-The bounds are correctness bounds, not speed claims: an export that blocked the run would cost at
-least the export timeout (3 s), so a whole 10-step run finishing well under it proves it didn't."""
+Promptness is proved where it can be: against a backend that never answers, an export that
+blocked the run would cost the whole export timeout (10 s), so a 10-step run finishing in under half
+of it proves nothing waited (a correctness bound with a wide margin for a loaded machine, not a
+speed claim). A refused connection fails an export in milliseconds, so no time bound could tell a
+blocking export from a queued one there: that test asserts the outcome and the visible loss."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from kernel.llm import ScriptedLLM
 from tests.tracer.kernel.kernel_runs import act, agent, final
 from tests.tracer.otlp_sink import closed_port, silent_port
 
-EXPORT_TIMEOUT_S = 3.0
+EXPORT_TIMEOUT_S = 10.0
 STEPS = 10
 
 
@@ -32,9 +35,8 @@ async def test_refused_connections() -> None:
     handle = tracer.setup(service_name="down", endpoint=f"http://127.0.0.1:{closed_port()}/v1/traces",
                           export_timeout_s=1.0, schedule_delay_ms=100)
     try:
-        elapsed, result = await _timed_run()
+        _, result = await _timed_run()
         assert result.ok and len(result.steps) == STEPS and result.trace_id is not None
-        assert elapsed < 0.5  # half the export timeout: no export was waited for
         handle.force_flush(timeout_s=5)
         stats = handle.stats()
         assert stats.ended == 1 + STEPS * 3 + (STEPS - 1) * 2  # run + (step, check, chat) + (tool, truncate)
