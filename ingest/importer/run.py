@@ -132,7 +132,7 @@ def import_paths(
     )
 
     def say(message: str) -> None:
-        progress.console.print(message, highlight=False)
+        progress.console.print(message, highlight=False, soft_wrap=True)
 
     def on_retry(message: str) -> None:
         say(f"[yellow]{escape(message)}[/]")
@@ -192,6 +192,7 @@ def print_summary(summary: ImportSummary, console: Console) -> None:
         f"{s.spans_read} span(s) read, {s.spans_accepted} accepted, {s.spans_rejected} rejected, "
         f"{s.spans_undelivered} not delivered, {s.bad_records} unreadable record(s)",
         highlight=False,
+        soft_wrap=True,
     )
     sections: list[tuple[str, Sequence[Any], int]] = [
         ("rejected spans", s.rejections, len(s.rejections)),
@@ -201,15 +202,15 @@ def print_summary(summary: ImportSummary, console: Console) -> None:
     for title, items, count in sections:
         if not items:
             continue
-        console.print(f"[bold]{title}:[/]", highlight=False)
+        console.print(f"[bold]{title}:[/]", highlight=False, soft_wrap=True)
         for item in items[:50]:
-            console.print(f"  {escape(str(item))}", highlight=False)
+            console.print(f"  {escape(str(item))}", highlight=False, soft_wrap=True)
         if count > 50:
-            console.print(f"  ... and {count - 50} more", highlight=False)
+            console.print(f"  ... and {count - 50} more", highlight=False, soft_wrap=True)
     if s.fatal:
-        console.print(f"[bold red]steplens import:[/] {escape(s.fatal)}", highlight=False)
+        console.print(f"[bold red]steplens import:[/] {escape(s.fatal)}", highlight=False, soft_wrap=True)
     elif s.ok:
-        console.print("[green]all spans stored[/]", highlight=False)
+        console.print("[green]all spans stored[/]", highlight=False, soft_wrap=True)
 
 
 def import_command(

@@ -64,6 +64,10 @@ def write_framed_proto(path: Path, requests: Sequence[ExportTraceServiceRequest]
     return path
 
 
+def quiet_console() -> Console:
+    return Console(file=io.StringIO(), width=400, color_system=None)
+
+
 def run_import(
     api: str, paths: Sequence[Path], api_key: str | None = None, **options: Any
 ) -> tuple[ImportSummary, str]:
