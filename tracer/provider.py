@@ -44,6 +44,7 @@ from tracer.redact import Redactor
 _log = logging.getLogger(__name__)
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
+DEFAULT_SERVICE_NAME = "steplens-agent"
 ENDPOINT_CONSOLE = "console"
 ENDPOINT_MEMORY = "memory"
 DEFAULT_MAX_QUEUE_SIZE = 2048
@@ -61,7 +62,7 @@ _global_installed = False
 class TracingConfig:
     """The arguments a handle was built from (compared when `setup()` is called again)."""
 
-    service_name: str
+    service_name: str | None
     service_version: str | None = None
     environment: str | None = None
     endpoint: str | None = None
@@ -159,13 +160,19 @@ def _build_exporter(config: TracingConfig, exporter: SpanExporter | None) -> Spa
 
 def _build(config: TracingConfig, redact: Redactor | None, exporter: SpanExporter | None,
            meter_provider: MeterProvider | None, default_redaction: bool) -> TracingHandle:
-    attrs: dict[str, str] = {SERVICE_NAME: config.service_name}
+    attrs: dict[str, str] = {}
+    if config.service_name:
+        attrs[SERVICE_NAME] = config.service_name
     if config.service_version:
         attrs[SERVICE_VERSION] = config.service_version
     if config.environment:
         attrs[DEPLOYMENT_ENVIRONMENT_NAME] = config.environment
-    # Resource.create also merges OTEL_RESOURCE_ATTRIBUTES; our explicit values win.
-    provider = TracerProvider(resource=Resource.create(attrs), shutdown_on_exit=False)
+    # Resource.create also merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME; our explicit
+    # values win. Without a name from either, the SDK says "unknown_service": use ours instead.
+    resource = Resource.create(attrs)
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}))
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
 
     raw = _build_exporter(config, exporter)
     counters = ExportCounters(capacity=config.max_queue_size)
@@ -211,7 +218,7 @@ def _install_global(handle: TracingHandle) -> None:
 
 
 def setup(
-    service_name: str = "steplens-agent",
+    service_name: str | None = None,
     service_version: str | None = None,
     environment: str | None = None,
     endpoint: str | None = None,
@@ -231,6 +238,8 @@ def setup(
 ) -> TracingHandle:
     """Configure tracing for this process and make the span helpers record into it.
 
+    service_name: None → `OTEL_SERVICE_NAME` (or `service.name` in `OTEL_RESOURCE_ATTRIBUTES`), else
+    "steplens-agent".
     endpoint: an OTLP/HTTP traces URL; None → `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else
     `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`, else http://127.0.0.1:4318/v1/traces.
     "console" prints spans; "memory" keeps them in `handle.memory_exporter` (synchronously).
