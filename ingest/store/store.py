@@ -1,6 +1,7 @@
 """SpanStore: the durable span store the receiver writes to and the query API reads from.
 
-Flow: `submit` frames the request into a spool record and queues it -> the committer thread appends
+Flow: `submit` normalizes the request to its Arrow rows and frames it into a spool record (in a worker
+thread, off the event loop) and queues it -> the committer thread appends
 a whole group and fsyncs once -> futures resolve (the 200) -> the writer thread, sole owner of the
 DuckDB write connection, loads the records in large transactions together with the spool mark.
 Memory is bounded by `queue_max_bytes` of accepted-but-not-loaded records; beyond it `submit`
@@ -87,6 +88,7 @@ class SpanStore:
         self._read_parent: duckdb.DuckDBPyConnection | None = None
         self._read_lock = threading.Lock()
         self._writer: Writer | None = None
+        self._normalize: Normalizer | None = None
         self._committer: GroupCommitter | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------------
@@ -100,6 +102,7 @@ class SpanStore:
         spool = s.spool_path
         spool.mkdir(parents=True, exist_ok=True)
         normalize = self._normalizer or default_normalizer(s)
+        self._normalize = normalize
         conn = duckdb.connect(str(s.db))
         try:
             migrate(conn)
@@ -164,10 +167,40 @@ class SpanStore:
 
     # ---- writes -----------------------------------------------------------------------------
 
-    def _enqueue(self, project: str, request: ExportTraceServiceRequest) -> PendingWrite:
-        record = encode_record(project, request.SerializeToString())
+    def _prepare(self, project: str, request: ExportTraceServiceRequest) -> LoadItem:
+        """The CPU-heavy part of a write (serialize, normalize), done by the caller's thread before the
+        ack: many requests normalize in parallel with the writer's DuckDB work instead of after it.
+
+        A normalizer failure is not the client's error: the item goes on without a table and the
+        writer retries and dead-letters it, exactly as for a replayed record.
+        """
+        payload = request.SerializeToString()
+        table = None
+        if self._normalize is not None:
+            try:
+                table = self._normalize(project, request, utcnow())
+            except Exception:  # noqa: BLE001 - the writer normalizes again and dead-letters with the error
+                table = None
+        request_or_none = None if table is not None else request  # the table replaces the (larger) message
+        return LoadItem(0, project, request_or_none, payload, 0, count_spans(request), Position(0, 0), table)
+
+    def _check_room(self) -> None:
+        """Refuse early (before spending CPU on normalizing) when the store is full or not accepting;
+        `_enqueue` makes the exact check."""
+        with self._lock:
+            full = not self._accepting or self._queue_bytes >= self.settings.queue_max_bytes
+            queued = self._queue_bytes
+        if full:
+            raise Overloaded(
+                f"ingest queue full or store not accepting ({queued} of {self.settings.queue_max_bytes} bytes "
+                "waiting to be loaded)",
+                self.settings.retry_after_s,
+            )
+
+    def _enqueue(self, item: LoadItem) -> PendingWrite:
+        record = encode_record(item.project, item.payload or b"")
         nbytes = len(record)
-        nspans = count_spans(request)
+        item.nbytes = nbytes
         retry_after = self.settings.retry_after_s
         with self._lock:
             if not self._accepting or self._committer is None:
@@ -179,7 +212,8 @@ class SpanStore:
                     retry_after,
                 )
             self._seq += 1
-            write = PendingWrite(record, payload=LoadItem(self._seq, project, request, None, nbytes, nspans, Position(0, 0)))
+            item.seq = self._seq
+            write = PendingWrite(record, payload=item)
             write.future.set_running_or_notify_cancel()  # a cancelled caller must not orphan a durable write
             try:
                 self._committer.enqueue(write)
@@ -191,12 +225,15 @@ class SpanStore:
 
     async def submit(self, project: str, request: ExportTraceServiceRequest) -> None:
         """Return once the request is durable (fsynced to the spool). Raises Overloaded when full."""
-        write = self._enqueue(project, request)
+        self._check_room()
+        item = await asyncio.to_thread(self._prepare, project, request)  # CPU off the event loop
+        write = self._enqueue(item)
         await asyncio.wrap_future(write.future)
 
     def submit_blocking(self, project: str, request: ExportTraceServiceRequest, timeout: float | None = None) -> None:
         """`submit` for threads (the gRPC pool): blocks until durable."""
-        self._enqueue(project, request).future.result(timeout)
+        self._check_room()
+        self._enqueue(self._prepare(project, request)).future.result(timeout)
 
     def wait_loaded(self, timeout: float) -> bool:
         """True once everything acknowledged before the call is queryable."""

@@ -47,7 +47,8 @@ FATAL_ERRORS = (duckdb.FatalException, duckdb.InternalException)
 class LoadItem:
     """One acknowledged spool record on its way into DuckDB.
 
-    Live records keep the request object (no re-parse); replayed ones carry the raw payload.
+    Live records usually arrive already normalized (`table`, built before the ack in a worker thread,
+    so this thread only runs DuckDB); otherwise the request object or the raw payload is normalized here.
     """
 
     seq: int
@@ -57,6 +58,7 @@ class LoadItem:
     nbytes: int
     nspans: int
     end: Position
+    table: pa.Table | None = None
 
     def parsed(self) -> ExportTraceServiceRequest:
         if self.request is not None:
@@ -257,6 +259,9 @@ class Writer:
         now = utcnow()
         parts: list[tuple[LoadItem, pa.Table | None]] = []
         for item in batch:
+            if item.table is not None:
+                parts.append((item, item.table))
+                continue
             try:
                 table = self._normalize(item.project, item.parsed(), now)
             except Exception as exc:  # noqa: BLE001 - a poison record must not stop the loader
