@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from pydantic_core import PydanticSerializationError
+from pydantic_core import to_json as _fast_json
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
@@ -49,7 +51,16 @@ def attributes(kvs: Iterable[KeyValue]) -> dict[str, Any]:
 
 def to_json(obj: Any) -> str:
     """Compact JSON; non-finite doubles (valid in OTLP, not in JSON) become the strings
-    "NaN"/"Infinity"/"-Infinity" rather than failing the whole span."""
+    "NaN"/"Infinity"/"-Infinity" rather than failing the whole span.
+
+    Why pydantic-core's serializer (already installed with pydantic): this runs for every span's
+    attributes and events on the ingest path and is ~3x faster than the stdlib encoder; the stdlib
+    path remains for anything it refuses.
+    """
+    try:
+        return _fast_json(obj, inf_nan_mode="strings").decode()
+    except (PydanticSerializationError, ValueError, TypeError):
+        pass
     try:
         return _encode(obj)
     except ValueError:
