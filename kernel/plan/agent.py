@@ -17,9 +17,9 @@ import logging
 import time
 from collections.abc import Iterable
 
+from kernel import telemetry
 from kernel.budgets import Budget, BudgetTracker
 from kernel.llm import LLM
-from kernel.llm.base import describe
 from kernel.plan.breakers import BreakerConfig, Breakers
 from kernel.plan.checker import check_plan
 from kernel.plan.executor import Executor, ExecutorConfig
@@ -93,11 +93,14 @@ class PlanAndExecuteAgent:
         max_plan_attempts: int = 3,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        agent_id: str | None = None,
     ) -> None:
         if max_plan_attempts < 1:
             raise ValueError("max_plan_attempts must be >= 1")
         self.name = name
         self.version = version
+        # `gen_ai.agent.id` on run spans, as `Agent` does: stable unless the caller has a real id.
+        self.agent_id = agent_id if agent_id is not None else f"{name}@{version}"
         self.llm = llm
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools or ())
         self.budget = budget or Budget(max_steps=None)
@@ -126,19 +129,11 @@ class PlanAndExecuteAgent:
         t0 = time.monotonic()
         st = RunState(goal=str(goal), budget=BudgetTracker(self.budget), inbox=inbox, cancel=cancel)
         session = _Session(Router(self.router_rules), LessonBook(self.max_lessons))
-        model, _ = describe(self.llm)
         reason, error = StopReason.INTERNAL_ERROR, None
-        trace_id = None
         result: PlanRunResult | None = None
-        with spans.run_span(
-            self.name,
-            agent_version=self.version,
-            conversation_id=conversation_id,
-            model=model,
-            budget=self.budget.model_dump(),
-            task=st.goal,
-            user_id=user_id,
-        ) as run:
+        # Through the kernel's bridge, like the ReAct loop: the run span gets the caller's labels
+        # (eval run/case ids, run mode from `telemetry.run_labels`, shadow/replay from the policy/LLM).
+        with telemetry.run_span(self, st.goal, conversation_id, user_id) as run:
             trace_id = run.trace_id
             try:
                 await self._run(st, session)
@@ -160,16 +155,7 @@ class PlanAndExecuteAgent:
                 result = PlanRunResult(ok=False, stop_reason=StopReason.INTERNAL_ERROR,
                                        error=f"{type(exc).__name__}: {exc}", agent=self.name,
                                        version=self.version, trace_id=trace_id)
-            run.finish(
-                ok=result.ok,
-                stop_reason=result.stop_reason,
-                steps=len(result.steps),
-                input_tokens=result.usage.input_tokens,
-                output_tokens=result.usage.output_tokens,
-                cost_usd=result.cost_usd,
-                answer=result.answer,
-                error=result.error,
-            )
+            run.finish(result)
         return result
 
     # ---- the run ----------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
 from kernel import telemetry
-from kernel.dispatch import dispatch
+from kernel.approvals import Decided
+from kernel.dispatch import dispatch, not_executed_observation
 from kernel.plan.model import FailurePolicy, PlanStep
 from kernel.plan.revise import StepStatus, known_ids
 from kernel.plan.signals import (
@@ -39,7 +40,7 @@ from kernel.policy import SideEffectPolicy
 from kernel.tools import ToolRegistry
 from kernel.types import Observation, StepRecord, ToolCall
 from tracer import spans
-from tracer.conventions import ParseStatus, StepKind, StopReason
+from tracer.conventions import ParseStatus, StepKind, StopReason, ToolDecision
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,7 @@ class Executor:
         async def attempt() -> Observation:
             call = ToolCall(id=f"{step_id}-{counter['n']}", name=tool, arguments=args)
             counter["n"] += 1
-            obs = await self._dispatch(call)
+            obs = await self._dispatch(call, record)
             record.calls.append(call)
             record.observations.append(obs)
             record.cost_usd += obs.cost_usd
@@ -271,10 +272,30 @@ class Executor:
             recovery.append(f"{tool}: {tries} attempt(s), last {code}")
         return obs
 
-    async def _dispatch(self, call: ToolCall) -> Observation:
+    async def _dispatch(self, call: ToolCall, record: StepRecord) -> Observation:
         """One attempt, in an `execute_tool` span through the kernel's tracing bridge."""
         with telemetry.tool_span(self.tools.get(call.name), call) as span:
             obs = await dispatch(self.tools, call, self.policy)
+            span.finish(obs)
+        if obs.decision == ToolDecision.PENDING_APPROVAL:
+            obs = await self._await_approval(call, obs, record)
+        return obs
+
+    async def _await_approval(self, call: ToolCall, pending: Observation, record: StepRecord) -> Observation:
+        """A call waiting for a person (`kernel.approvals`), as in the ReAct loop: the step becomes
+        `approval_wait`; approved runs the call (a second `execute_tool` span), rejected is a `denied`
+        error, nobody deciding in time leaves it not executed. Either failure reaches the router as
+        a permission signal. The wait is bounded by the policy's `wait_s` and, because every round
+        runs under `_bounded`, by the run's wall clock. Policies that cannot wait leave it pending."""
+        waiter = getattr(self.policy, "await_decision", None)
+        if pending.approval_id is None or not callable(waiter):
+            return pending
+        record.kind = StepKind.APPROVAL_WAIT
+        verdict = await waiter(pending.approval_id)
+        if verdict.decision == ToolDecision.PENDING_APPROVAL:
+            return not_executed_observation(call, verdict)
+        with telemetry.tool_span(self.tools.get(call.name), call) as span:
+            obs = await dispatch(self.tools, call, Decided(verdict))
             span.finish(obs)
         return obs
 
