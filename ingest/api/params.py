@@ -82,6 +82,8 @@ class RunsParams(CommonParams):
     min_cost: float | None = Field(None, ge=0)
     min_steps: int | None = Field(None, ge=0)
     q: Text = Field(None, description="Case-insensitive substring of the run name or agent.")
+    eval_run_id: Text = Field(None, description="Runs of this evaluation (`steplens eval run` prints its id).")
+    eval_case_id: Text = Field(None, description="Runs of this evaluation case id.")
     sort: Literal["start_time", "duration_ms", "cost_usd", "steps", "input_tokens"] = "start_time"
     order: Literal["desc", "asc"] = "desc"
     limit: int = Field(50, ge=1, le=1000)

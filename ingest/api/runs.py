@@ -33,6 +33,8 @@ def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilte
         min_cost=params.min_cost,
         min_steps=params.min_steps,
         q=params.q,
+        eval_run_id=params.eval_run_id,
+        eval_case_id=params.eval_case_id,
     )
 
 

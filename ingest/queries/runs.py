@@ -72,6 +72,8 @@ class RunFilters(CommonFilters):
     min_cost: float | None = None
     min_steps: int | None = None
     q: str | None = None
+    eval_run_id: str | None = None
+    eval_case_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,10 @@ def runs_where(f: RunFilters) -> Where:
         where.add("cost_usd >= ?", f.min_cost)
     if f.min_steps is not None:
         where.add("steps >= ?", f.min_steps)
+    if f.eval_run_id is not None:
+        where.add("eval_run_id = ?", f.eval_run_id)
+    if f.eval_case_id is not None:
+        where.add("eval_case_id = ?", f.eval_case_id)
     if f.q:
         pattern = like_contains(f.q)
         where.add("name ILIKE ? ESCAPE '\\' OR agent ILIKE ? ESCAPE '\\'", pattern, pattern)
