@@ -138,14 +138,17 @@ def import_paths(
         say(f"[yellow]{escape(message)}[/]")
 
     with Sender(api, api_key, options, on_retry=on_retry, sleep=sleep) as sender:
+        run = _Run(sender, options, summary, say)
+        for problem in problems:
+            run.problem(problem)
+        if not files:
+            summary.fatal = "nothing to import: no trace files in the given paths"
+            return summary
         try:
             sender.check()
         except Fatal as exc:
             summary.fatal = str(exc)
             return summary
-        run = _Run(sender, options, summary, say)
-        for problem in problems:
-            run.problem(problem)
         with progress:
             task = progress.add_task("importing", total=sum(_size(f) for f in files) or None, spans=0)
             done = 0

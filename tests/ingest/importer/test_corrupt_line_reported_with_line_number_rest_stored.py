@@ -71,3 +71,10 @@ def test_truncated_gzip_and_protobuf_are_reported_not_raised(ingest_server, tmp_
     assert "read failed" in reasons[str(cut)]
     assert "not a valid OTLP ExportTraceServiceRequest protobuf" in reasons[str(garbage)]
     assert summary.exit_code == 1
+
+
+def test_nothing_to_import_is_an_error_not_a_silent_success(tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("no traces here")
+    result = CliRunner().invoke(app, ["import", str(tmp_path), "--api", "http://127.0.0.1:9"])
+    assert result.exit_code == 2, result.output
+    assert "no trace files" in result.output and "nothing to import" in result.output
