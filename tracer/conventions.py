@@ -48,6 +48,8 @@ class ToolErrorCode(StrEnum):
 
 
 class StepKind(StrEnum):
+    """`steplens.step.kind`: what one loop iteration turned out to be."""
+
     TOOL = "tool"
     FINISH = "finish"
     FORMAT_ERROR = "format_error"
@@ -56,12 +58,16 @@ class StepKind(StrEnum):
 
 
 class ParseStatus(StrEnum):
+    """`steplens.step.parse`: repaired output is usable but worth watching per model/prompt."""
+
     OK = "ok"
     REPAIRED = "repaired"
     UNPARSABLE = "unparsable"
 
 
 class ToolDecision(StrEnum):
+    """`steplens.tool.decision`: the side-effect policy's verdict (executed for read-only tools)."""
+
     EXECUTED = "executed"
     DENIED = "denied"
     SHADOWED = "shadowed"
@@ -69,12 +75,16 @@ class ToolDecision(StrEnum):
 
 
 class RiskLevel(StrEnum):
+    """`steplens.tool.risk`, declared by the tool's author; policies and approvals key on it."""
+
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
 
 
 class RunMode(StrEnum):
+    """`steplens.run.mode`: lets dashboards keep shadow, eval and replay runs out of live figures."""
+
     LIVE = "live"
     SHADOW = "shadow"
     EVAL = "eval"
@@ -82,12 +92,16 @@ class RunMode(StrEnum):
 
 
 class ReplanGranularity(StrEnum):
+    """`steplens.replan.granularity`: how much of the plan a replan may rewrite."""
+
     PATCH = "patch"
     TAIL = "tail"
     GLOBAL = "global"
 
 
 class ReplanVerdict(StrEnum):
+    """`steplens.replan.verdict`: admitted, or the guard that refused the replan."""
+
     ADMITTED = "admitted"
     STEP_BREAKER = "step_breaker"
     TOTAL_BREAKER = "total_breaker"

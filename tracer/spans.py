@@ -164,6 +164,8 @@ class SpanScope:
 
 
 class RunScope(SpanScope):
+    """The run span; the outcome arrives at the end (`finish`) because only then is it known."""
+
     __slots__ = ()
 
     def finish(
@@ -255,6 +257,8 @@ def run_span(
 
 
 class StepScope(SpanScope):
+    """A step span; what kind of step it was is only known after the model answered (`record`)."""
+
     __slots__ = ()
 
     def record(
@@ -326,6 +330,8 @@ def budget_check(
 
 
 class TruncateScope(SpanScope):
+    """Remembers the input size given at start so `finish` can derive the dropped tokens."""
+
     __slots__ = ("_input_tokens",)
 
     def __init__(self, span: Span, input_tokens: int | None) -> None:
@@ -380,6 +386,9 @@ def truncate_span(*, limit_tokens: int, input_tokens: int | None = None) -> Trun
 
 
 class ChatScope(SpanScope):
+    """One LLM attempt. Keeps models, tokens and the error type because the GenAI metrics are
+    recorded when the span ends, also when the span itself is not recording (sampled out)."""
+
     __slots__ = ("_error_type", "_input_tokens", "_output_tokens", "_provider", "_request_model",
                  "_response_model", "_t0")
 
@@ -494,6 +503,8 @@ def chat_span(
 
 
 class ToolScope(SpanScope):
+    """A dispatch span; the policy's decision and the result exist only after dispatch (`finish`)."""
+
     __slots__ = ()
 
     def finish(
@@ -553,6 +564,8 @@ def tool_span(
 
 
 class PlanScope(SpanScope):
+    """The first plan; its version and size are recorded once the planner's reply was accepted."""
+
     __slots__ = ()
 
     def record(self, *, version: int, steps: int) -> None:
@@ -569,6 +582,8 @@ def plan_span(agent: str) -> PlanScope:
 
 
 class ReplanScope(SpanScope):
+    """A replan; the verdict (admitted or which guard refused it) is recorded when it is reached."""
+
     __slots__ = ()
 
     def record(
