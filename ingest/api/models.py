@@ -34,7 +34,10 @@ class Run(BaseModel):
     tool_errors: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
-    cost_usd: float | None = None
+    cost_usd: float | None = Field(None, description=(
+        "Sum of the run's priced LLM and tool spans (span cost, else the price table). null = unknown: no "
+        "span could be priced. A run span declaring steplens.usage.cost_usd (the steplens kernel) makes "
+        "'nothing priced' 0."))
     models: list[str] = Field(default_factory=list)
     start_time: datetime | None = None
     duration_ms: float | None = None

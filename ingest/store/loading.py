@@ -14,6 +14,12 @@ trace and merged with the existing row (sums, counts, min/max, distinct models).
 fields come from the best root candidate seen so far: an agent span (operation `agent`; the
 earliest-starting one, i.e. the outermost) beats a parentless span of a foreign client, which beats
 nothing. Until a root arrives, start/end/duration are the extent of the spans seen.
+
+Cost is the sum of the priced LLM and tool spans, and NULL ("unknown") when none is priced: a
+foreign client's unpriced model is not free. A run span that declares its own total
+(`steplens.usage.cost_usd`, as the steplens kernel's does) knows nothing priced means $0, so such a
+run gets 0 instead of NULL. The declared total itself is never added: children arriving in a later
+batch add their own costs, and adding both would count them twice.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import pyarrow as pa
 from ingest.store import analytics_load, plan_load
 from ingest.store.signature import register_sql_function
 from ingest.store.spool import Position
-from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, OperationClass
+from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, USAGE_COST_USD, OperationClass
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +109,8 @@ roots AS (
         end_time AS r_end, duration_ms AS r_duration, status AS r_status, run_ok AS r_run_ok,
         stop_reason AS r_stop_reason, run_steps AS r_steps,
         json_extract_string(attributes, $eval_run_path) AS r_eval_run,
-        json_extract_string(attributes, $eval_case_path) AS r_eval_case
+        json_extract_string(attributes, $eval_case_path) AS r_eval_case,
+        json_extract_string(attributes, $declared_cost_path) IS NOT NULL AS r_declares_cost
     FROM new_spans
     WHERE operation = $agent OR parent_span_id IS NULL
     QUALIFY row_number() OVER (
@@ -198,7 +205,9 @@ m AS (
         coalesce(o.error_spans, 0) + b.error_spans AS error_spans,
         coalesce(o.input_tokens, 0) + b.input_tokens AS input_tokens,
         coalesce(o.output_tokens, 0) + b.output_tokens AS output_tokens,
-        CASE WHEN o.cost_usd IS NULL THEN b.cost_usd WHEN b.cost_usd IS NULL THEN o.cost_usd
+        CASE WHEN o.cost_usd IS NULL AND b.cost_usd IS NULL THEN
+                CASE WHEN wins AND b.r_declares_cost THEN 0.0 END
+            WHEN o.cost_usd IS NULL THEN b.cost_usd WHEN b.cost_usd IS NULL THEN o.cost_usd
             ELSE o.cost_usd + b.cost_usd END AS cost_usd,
         list_sort(list_distinct(list_concat(coalesce(o.models, []::VARCHAR[]), coalesce(b.models, []::VARCHAR[]))))
             AS models,
@@ -240,6 +249,7 @@ _RUN_PARAMS = {
     "root_parentless": ROOT_PARENTLESS,
     "eval_run_path": f'$."{EVAL_RUN_ID}"',
     "eval_case_path": f'$."{EVAL_CASE_ID}"',
+    "declared_cost_path": f'$."{USAGE_COST_USD}"',
 }
 
 
