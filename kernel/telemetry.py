@@ -443,9 +443,12 @@ class ToolTrace(_Traced):
         if stop is None:
             return
         reason, detail = stop
-        # The run's wall clock ran out while the tool ran: for the tool that is a timeout.
-        code = ToolErrorCode.TIMEOUT if reason == StopReason.TIMEOUT else reason.value
-        scope.fail(code, detail)
+        if reason == StopReason.TIMEOUT:
+            # The run's wall clock ran out while the tool ran: for the tool that is a timeout.
+            scope.fail(ToolErrorCode.TIMEOUT, detail)
+        else:
+            # Cancelled with its run: not a tool failure (tool error.type is a closed set).
+            scope.cancelled(detail or reason.value)
 
 
 def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:

@@ -282,6 +282,10 @@ REPLAN_FROM_VERSION = "steplens.replan.from_version"
 REPLAN_TO_VERSION = "steplens.replan.to_version"
 REPLAN_REEXECUTION_COST_USD = "steplens.replan.reexecution_cost_usd"
 
+# Event on a span that did not fail but was cut short because its run was cancelled (a cancelled
+# tool call is not a tool error: tool `error.type` stays within ToolErrorCode).
+EVENT_CANCELLED = "steplens.cancelled"
+
 # Attributes that carry content (recorded only while capture is on, after redaction).
 CONTENT_ATTRIBUTES = frozenset(
     {

@@ -146,6 +146,13 @@ class SpanScope:
         text = _state.policy().short(message) if message else str(_val(error_type))
         self.span.set_status(Status(StatusCode.ERROR, text))
 
+    def cancelled(self, message: str) -> None:
+        """Mark the span cut short by its run's cancellation: an event, not an ERROR status, so
+        a tool or step that was merely interrupted is not counted as failing."""
+        self._failed = True  # the escaping CancelledError is not recorded as the span's error
+        if self.recording:
+            self.span.add_event(c.EVENT_CANCELLED, {"message": _state.policy().short(message)})
+
     @property
     def trace_id(self) -> str | None:
         """The trace id as 32 hex digits (None when there is no valid trace, e.g. tracing off)."""

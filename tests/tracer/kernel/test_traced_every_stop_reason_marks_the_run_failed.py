@@ -191,8 +191,13 @@ async def test_cancelled_by_task_cancellation_during_a_tool(memory_handle) -> No
         "  step 1 !cancelled",
         "    budget_check",
         "    chat scripted [CLIENT]",
-        "    execute_tool hang !cancelled",
+        "    execute_tool hang",
     ]
+    (tool,) = named(finished, "execute_tool hang")
+    # Interrupted, not failed: no tool error.type outside the closed set, an event says why.
+    assert tool.status.status_code == StatusCode.UNSET
+    assert c.ERROR_TYPE not in tool.attributes
+    assert [e.name for e in tool.events] == [c.EVENT_CANCELLED]
 
 
 class ReturnsWrongType:
