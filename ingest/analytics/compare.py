@@ -94,10 +94,18 @@ def release_pairs(
     current_version: str | None,
 ) -> list[tuple[str | None, str, str]]:
     """(agent, baseline version, current version) per agent. Unnamed versions default to the newest
-    version (by first run) as current and the one released before it as baseline."""
+    version (by first run) as current and the one released before it as baseline.
+
+    "First run" is over the whole history, not the time range: with `since=24h` and both versions
+    still serving, the first run inside the window says nothing about which was released first
+    (runs of interleaved versions start within moments of each other there), and ordering by it
+    could compare the new version against the old one the wrong way round. The time range only
+    decides which versions take part (those with runs in it)."""
+    in_range = {(i.agent, i.version) for i in agent_versions(cur, replace(filters, version=None))}
     by_agent: dict[str | None, list[str | None]] = {}
-    for info in agent_versions(cur, replace(filters, version=None)):
-        by_agent.setdefault(info.agent, []).append(info.version)
+    for info in agent_versions(cur, replace(filters, version=None, since=None, until=None)):
+        if (info.agent, info.version) in in_range:
+            by_agent.setdefault(info.agent, []).append(info.version)
     out = []
     for agent, versions in by_agent.items():
         named = [v for v in versions if v is not None]

@@ -6,7 +6,7 @@ runs (same stop reasons, tokens and costs) whatever the concurrency, and an end-
 compare what the API stores with the `DemoSummary` returned here.
 
 Workload: 50% ticket agent, 30% ops agent, 20% cost-comparison planner (plan-and-execute),
-versions v1/v2 half each; 3% of runs fall into a
+versions v1/v2 half each, every v1 run started before the v2 runs (`release_order`); 3% of runs fall into a
 provider "incident" where most calls fail (retries, fallbacks, some `llm_unavailable`).
 """
 
@@ -134,6 +134,18 @@ def plan_run(seed: int, index: int, faults: FaultRates | None = None) -> Planned
     return PlannedRun(index, agent, version, task.text, rates, f"{seed}:{index}")
 
 
+def release_order(runs: int, seed: int, faults: FaultRates | None = None) -> list[int]:
+    """Run indices with every agent's v1 runs started before its v2 runs: v2 is "released" after
+    v1, as in real life, so "the version first seen last" is v2 and a default release comparison
+    (and a time-window one) finds the planted regression the right way round. The runs themselves
+    are still decided by (seed, index) alone; only the order they start in changes."""
+    def rank(index: int) -> tuple[int, int]:
+        plan = plan_run(seed, index, faults)
+        return sorted(AGENTS[plan.agent].versions).index(plan.version), index
+
+    return sorted(range(runs), key=rank)
+
+
 async def execute(plan: PlannedRun, latency_s: tuple[float, float] = (0.0, 0.0)) -> tuple[RunResult, Counter[str]]:
     """Run one planned run; returns the result and the faults its models injected."""
     built = build_agent(plan.agent, plan.version, seed=plan.seed, faults=plan.faults, latency_s=latency_s)
@@ -165,7 +177,7 @@ async def run_workload(
     started = time.monotonic()
     groups = {(a, v): GroupSummary(a, v) for a, spec in AGENTS.items() for v in sorted(spec.versions)}
     trace_ids: list[str] = []
-    indices = iter(range(runs))
+    indices = iter(release_order(runs, seed, faults))
 
     async def worker() -> None:
         for index in indices:
