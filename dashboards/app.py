@@ -31,6 +31,7 @@ PAGES = [
     st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
     st.Page("views/regressions.py", title="Regressions", icon=":material/trending_up:", url_path="regressions"),
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
+    st.Page("views/approvals.py", title="Approvals", icon=":material/approval:", url_path="approvals"),
 ]
 
 page = st.navigation(PAGES)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from dashboards.alerts_models import AlertEvents, Alerts, Regressions
+from dashboards.approvals_models import Approval, Approvals
 from dashboards.config import UISettings
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
@@ -224,6 +225,35 @@ class QueryClient:
 
     def alert_events(self, limit: int = 200) -> AlertEvents:
         return self._model(AlertEvents, "/api/alerts/events", {"limit": limit}, endpoint="alerts")
+
+    def approvals(self, status: str | None = "pending", limit: int = 100) -> Approvals:
+        """`GET /api/approvals` (scope read), newest first; `status` None means every status."""
+        params: dict[str, Any] = {"limit": limit, **({"status": status} if status else {})}
+        return self._model(Approvals, "/api/approvals", params)
+
+    def decide_approval(self, approval_id: str, approve: bool, reason: str | None = None,
+                        by: str | None = None) -> Approval:
+        """`POST /api/approvals/{id}/approve|reject` (scope admin). Never cached, never retried (a
+        decision is made once; the server answers 409 to a second one); clears the cache so the
+        next listing shows the decision. 401/403 raise `AccessDenied`: the key lacks admin."""
+        if not re.fullmatch(r"[0-9A-Za-z_-]{1,128}", approval_id):  # keeps user text out of the URL path
+            raise BadRequest(f"not an approval id: {approval_id[:80]!r}", 400)
+        verb = "approve" if approve else "reject"
+        body = {k: v for k, v in (("reason", reason), ("by", by)) if v}
+        try:
+            response = self._http.post(f"/api/approvals/{approval_id}/{verb}", json=body)
+        except httpx.HTTPError as exc:
+            raise ApiUnavailable(f"cannot reach the steplens query API at {self.base_url} "
+                                 f"({type(exc).__name__}): {START_HINT}") from exc
+        if response.status_code == 409:  # someone (or the agent's expiry) decided first
+            raise ApiError(f"not decided: {_detail(response)}", 409)
+        try:
+            decided = Approval.model_validate(self._check(response, "approvals").json())
+        except (ValueError, ValidationError) as exc:
+            raise ApiError(f"the server's answer to /api/approvals has an unexpected shape: {type(exc).__name__}",
+                           response.status_code) from exc
+        clear_cache()
+        return decided
 
     # ------------------------------------------------------------------ plumbing
 
