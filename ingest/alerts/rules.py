@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ingest.analytics.drift import DriftConfig
 from ingest.analytics.durations import Duration
+from ingest.analytics.findings import DEFAULT_ALPHA
 from ingest.analytics.metrics import MetricKind, metric_by_key
 
 LOG_CHANNEL = "log"
@@ -69,7 +70,7 @@ class AlertRule(BaseModel):
     lookback: Duration = Field(timedelta(days=28), description="drift rules: range the CUSUM runs over.")
     drift: DriftConfig = Field(default_factory=DriftConfig)
     min_relative_change: float = Field(0.10, ge=0)
-    alpha: float = Field(0.01, gt=0, lt=1)
+    alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1)
     min_samples: int = Field(30, ge=1)
     interval: Duration = Field(timedelta(minutes=5), description="How often the server evaluates the rule.")
     cooldown: Duration = Field(timedelta(hours=1), description="Least time between notifications while firing.")

@@ -14,9 +14,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field, field_validator
 
 from ingest.analytics.compare import drift_report, release_report, window_report
-from ingest.analytics.drift import DriftConfig, DriftResult
+from ingest.analytics.drift import DEFAULT_H, DEFAULT_K, DriftConfig, DriftResult
 from ingest.analytics.durations import parse_duration
-from ingest.analytics.findings import Finding, RegressionConfig
+from ingest.analytics.findings import DEFAULT_ALPHA, Finding, RegressionConfig
 from ingest.analytics.metrics import metric_by_key
 from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import ReadableStore, run_read
@@ -35,12 +35,12 @@ class RegressionsParams(CommonParams):
     current_version: str | None = Field(None, max_length=512, description="release: default the newest version.")
     metrics: str | None = Field(None, max_length=2000, description="Comma-separated metric keys (default all).")
     min_relative_change: float = Field(0.10, ge=0)
-    alpha: float = Field(0.01, gt=0, lt=1)
+    alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1)
     min_samples: int = Field(30, ge=2, le=1_000_000)
     bucket: str = Field("1d", description="drift: bucket length.")
     reference_buckets: int = Field(7, ge=2, le=10_000)
-    k: float = Field(0.5, ge=0)
-    h: float = Field(5.0, gt=0)
+    k: float = Field(DEFAULT_K, ge=0)
+    h: float = Field(DEFAULT_H, gt=0)
 
     @field_validator("window", "baseline", "bucket")
     @classmethod
