@@ -34,6 +34,9 @@ OPERATION_COLORS: dict[str, str] = {
     c.OperationClass.OTHER: "#c7c7c7",
 }
 WATERFALL_MAX_ROWS = 500
+# Horizontal legends go above the plot, right-aligned: plotly's default spot for them is below the
+# plot, on top of the x tick labels and axis title (dates and "USD" were unreadable).
+LEGEND_TOP = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1}
 
 
 def _empty(title: str, message: str = "no data for this range") -> go.Figure:
@@ -61,7 +64,7 @@ def runs_over_time_figure(overview: Overview) -> go.Figure:
     fig.add_trace(
         go.Scatter(x=x, y=rates, name="success %", mode="lines+markers", connectgaps=False), secondary_y=True
     )
-    fig.update_layout(title=title, barmode="stack", height=340, legend={"orientation": "h"})
+    fig.update_layout(title=title, barmode="stack", height=340, legend=LEGEND_TOP)
     fig.update_yaxes(title_text="runs", secondary_y=False)
     fig.update_yaxes(title_text="success %", range=[0, 105], secondary_y=True)
     return fig
@@ -77,7 +80,7 @@ def cost_over_time_figure(overview: Overview) -> go.Figure:
     fig.add_trace(go.Bar(x=x, y=[b.cost_usd for b in overview.series], name="cost (USD)"))
     fig.add_trace(go.Scatter(x=x, y=[b.input_tokens for b in overview.series], name="input tokens"), secondary_y=True)
     fig.add_trace(go.Scatter(x=x, y=[b.output_tokens for b in overview.series], name="output tokens"), secondary_y=True)
-    fig.update_layout(title=title, height=340, legend={"orientation": "h"})
+    fig.update_layout(title=title, height=340, legend=LEGEND_TOP)
     fig.update_yaxes(title_text="USD", secondary_y=False)
     fig.update_yaxes(title_text="tokens", secondary_y=True)
     return fig
@@ -206,7 +209,7 @@ def tool_cost_figure(tools: Tools) -> go.Figure:
         fig.add_trace(go.Bar(y=names, x=[getattr(t.cost, part) for t in rows], name=part, orientation="h"))
     fig.update_layout(
         title=title, barmode="stack", xaxis_title="USD", yaxis={"autorange": "reversed"},
-        height=max(240, 32 * len(rows) + 100), legend={"orientation": "h"},
+        height=max(260, 32 * len(rows) + 120), xaxis_tickformat="$.2~g",
     )
     return fig
 

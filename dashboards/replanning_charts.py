@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from dashboards.charts import ERROR_COLOR, OK_COLOR, _empty
+from dashboards.charts import ERROR_COLOR, LEGEND_TOP, OK_COLOR, _empty
 from dashboards.replanning_models import ReplanGroup, Replanning
 
 UNUSABLE_COLOR = "#ff7f0e"
@@ -34,7 +34,7 @@ def _outcome_bars(title: str, groups: list[ReplanGroup], empty: str) -> go.Figur
             go.Bar(x=names, y=[g.unusable for g in groups], name="unusable reply", marker_color=UNUSABLE_COLOR),
         ]
     )
-    fig.update_layout(title=title, barmode="stack", yaxis_title="replans", height=320, legend={"orientation": "h"},
+    fig.update_layout(title=title, barmode="stack", yaxis_title="replans", height=320, legend=LEGEND_TOP,
                       xaxis={"type": "category"})
     return fig
 
@@ -108,5 +108,5 @@ def runs_cost_figure(data: Replanning, top: int = 20) -> go.Figure:
         ]
     )
     fig.update_layout(title=title, barmode="stack", xaxis_title="USD", height=max(240, 30 * len(rows) + 100),
-                      yaxis={"autorange": "reversed", "type": "category"}, legend={"orientation": "h"})
+                      yaxis={"autorange": "reversed", "type": "category"}, legend=LEGEND_TOP)
     return fig

@@ -34,13 +34,14 @@ def _side(f: Finding, which: str) -> str:
 
 
 def findings_table(findings: list[Finding]) -> None:
+    # The short, decisive columns first: the table is wider than the page and scrolls sideways.
     rows = [
         {
-            "verdict": f.verdict, "agent": f.agent or "(none)", "metric": f.metric,
-            f"baseline ({findings[0].baseline.label if findings else ''})": _side(f, "baseline"),
-            "current": _side(f, "current"), "change": fmt_pct(f.relative_change),
+            "verdict": f.verdict, "agent": f.agent or "(none)", "metric": f.metric, "change": fmt_pct(f.relative_change),
             "q": "—" if f.q_value is None else f"{f.q_value:.2g}",
-            "effect": "—" if f.effect_size is None else f"{f.effect_size:+.2f}", "why": f.reason,
+            "effect": "—" if f.effect_size is None else f"{f.effect_size:+.2f}",
+            f"baseline ({findings[0].baseline.label if findings else ''})": _side(f, "baseline"),
+            f"current ({findings[0].current.label if findings else ''})": _side(f, "current"), "why": f.reason,
         }
         for f in findings
     ]
@@ -104,7 +105,10 @@ with guard():
         for i, result in enumerate(data.drift):
             with st.container(border=True):
                 st.markdown(f"**{result.agent or '(no agent)'}** · {result.verdict} · {result.reason}")
-                st.plotly_chart(drift_figure(result), key=f"drift_{i}")
+                if any(p.mean is not None for p in result.points):
+                    st.plotly_chart(drift_figure(result), key=f"drift_{i}")
+                else:  # an empty chart with made-up axes says nothing
+                    st.caption("not enough runs per bucket to draw the trend yet.")
                 if result.examples:
                     example_links(result.examples, label="longest runs of the latest bucket")
         st.stop()
@@ -122,6 +126,9 @@ with guard():
                 st.caption(f.reason)
                 example_links(f.current.examples, label="current side")
                 example_links(f.baseline.examples, label="baseline side")
+    elif all(f.verdict == "insufficient_data" for f in data.findings):
+        st.info("Not enough runs to judge yet: each side needs the minimum sample (30 runs by default) "
+                "for a metric to be tested. Widen the range or wait for more runs.")
     else:
         st.success("No metric changed beyond noise.")
     st.subheader("All metrics")

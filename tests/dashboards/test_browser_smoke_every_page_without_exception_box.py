@@ -5,6 +5,7 @@ element present, a screenshot of each under test-artifacts/screenshots/."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -20,6 +21,8 @@ import pytest
 from tests.dashboards.conftest import LoadedServer
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
+APP_PAGES = re.findall(r'st\.Page\("(views/\w+\.py)"', APP.read_text())  # every page the app serves
 SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -98,7 +101,13 @@ def test_every_page_opens_in_a_real_browser(loaded_server: LoadedServer, ui_proc
         ("tools", "?since=all", "Tools", '[data-testid="stAlert"], [data-testid="stDataFrame"]'),
         ("cost", "?since=all", "Cost", '[data-testid="stAlert"], [data-testid="stMetric"]'),
         ("compare", f"?a={runs.ok_v1}&b={runs.ok_v2}", "Compare runs", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+        ("replanning", "?since=all", "Replanning", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+        ("regressions", "?comparison=release", "Regressions", '[data-testid="stMetric"]'),
+        ("regressions", "?comparison=drift&since=all", "Regressions", '[data-testid="stMetric"]'),
+        ("alerts", "", "Alerts", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+        ("approvals", "", "Approvals", '[data-testid="stAlert"], [data-testid="stMetric"]'),
     ]
+    assert {p for p, *_ in pages} >= {Path(v).stem for v in APP_PAGES} - {"overview"}, "a page is not opened"
     SHOTS.mkdir(parents=True, exist_ok=True)
     driver = browser
     for page, query, title, key_element in pages:
@@ -112,7 +121,12 @@ def test_every_page_opens_in_a_real_browser(loaded_server: LoadedServer, ui_proc
         )
         if page == "":  # plotly draws after the script run: wait for the charts' SVG
             wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stPlotlyChart"] .main-svg')))
-        driver.save_screenshot(str(SHOTS / f"{page or 'overview'}.png"))
+        charts = len(driver.find_elements(By.CSS_SELECTOR, '[data-testid="stPlotlyChart"]'))
+        wait.until(lambda d, n=charts: len(d.find_elements(By.CSS_SELECTOR, '[data-testid="stPlotlyChart"] .main-svg')) >= n)
+        name = page or "overview"
+        if page == "regressions":
+            name += "-" + query.split("comparison=")[1].split("&")[0]
+        driver.save_screenshot(str(SHOTS / f"{name}.png"))
         boxes = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         assert not boxes, f"{page}: exception box shown: {[b.text[:300] for b in boxes]}"
         body = driver.find_element(By.TAG_NAME, "body").text
