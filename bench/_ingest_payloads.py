@@ -6,6 +6,8 @@ it measures, so it must not spend them building protobuf. A few request bodies a
 GenAI and steplens attributes, messages, tool arguments and results); every trace id of a template
 starts with the same random 8 bytes, and each send replaces those 8 bytes with fresh ones
 (`bytes.replace`, microseconds), so every request carries new traces that the store cannot dedup.
+Timestamps are moved to the send time the same way (their fixed64 bytes are patched in place): a
+live agent's spans are recent, and the store's time-bounded dedup probe relies on that.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import struct
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -31,6 +35,7 @@ _WORDS = (
     "returned", "tracking", "carrier", "balance",
 )
 _INTERNAL, _CLIENT = Span.SPAN_KIND_INTERNAL, Span.SPAN_KIND_CLIENT
+_U64 = struct.Struct("<Q")
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -174,6 +179,29 @@ class Template:
     spans: int
     suffixes: tuple[bytes, ...]  # the 8 trailing bytes of each trace id
     root_span_count: tuple[int, ...]  # spans per trace, same order as suffixes
+    built_ns: int  # the wall clock the template's timestamps are relative to
+    time_fields: tuple[tuple[int, int], ...]  # (byte offset, value) of every fixed64 start/end time
+
+
+def _time_fields(body: bytes, spans: list[Span]) -> tuple[tuple[int, int], ...] | None:
+    """Where each span's start/end time sits in `body` (fixed64 after tags 0x39 / 0x41), so a send can
+    move every timestamp to "now" by patching bytes; None if a value is not found exactly once."""
+    expected: Counter[tuple[bytes, int]] = Counter()
+    for span in spans:
+        expected[(b"\x39", span.start_time_unix_nano)] += 1
+        expected[(b"\x41", span.end_time_unix_nano)] += 1
+    out = []
+    for (tag, value), count in expected.items():
+        needle = tag + _U64.pack(value)
+        found = []
+        at = body.find(needle)
+        while at >= 0:
+            found.append(at + 1)
+            at = body.find(needle, at + 1)
+        if len(found) != count:
+            return None
+        out.extend((offset, value) for offset in found)
+    return tuple(out)
 
 
 def build_template(seed: int, spans_per_request: int) -> Template:
@@ -191,8 +219,9 @@ def build_template(seed: int, spans_per_request: int) -> Template:
             suffixes.append(suffix)
             counts.append(len(run))
         body = encode_spans(spans)
-        if body.count(prefix) == len(spans):  # the prefix appears nowhere but in trace ids
-            return Template(body, prefix, len(spans), tuple(suffixes), tuple(counts))
+        times = _time_fields(body, spans)
+        if body.count(prefix) == len(spans) and times is not None:  # the prefix is only in trace ids
+            return Template(body, prefix, len(spans), tuple(suffixes), tuple(counts), t0 + 60 * 1_000_000_000, times)
 
 
 def encode_spans(spans: list[Span], service: str = "support-bot") -> bytes:
@@ -223,7 +252,12 @@ class PayloadFactory:
         t = self.templates[self._i % len(self.templates)]
         self._i += 1
         prefix = os.urandom(8)
-        return t.body.replace(t.prefix, prefix), t.spans, prefix
+        body = bytearray(t.body.replace(t.prefix, prefix))
+        shift = time.time_ns() - t.built_ns  # spans ended up to a minute ago, as from a live agent
+        pack = _U64.pack_into
+        for offset, value in t.time_fields:
+            pack(body, offset, value + shift)
+        return bytes(body), t.spans, prefix
 
     def trace_of(self, prefix: bytes, index: int = 0) -> tuple[str, int]:
         """Hex id and span count of the `index`-th trace of the last template used with `prefix`."""
