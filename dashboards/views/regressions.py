@@ -3,10 +3,9 @@ traces from both sides; release-vs-release comparison; the steps trend against i
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
-from dashboards.alerts_models import DriftResult, Finding
+from dashboards.regression_charts import drift_figure, findings_rows
 from dashboards.ui import (
     client,
     empty_state,
@@ -19,55 +18,6 @@ from dashboards.ui import (
 )
 
 COMPARISONS = {"window": "Last window vs baseline", "release": "Release vs release", "drift": "Drift (steps trend)"}
-
-
-def _value(x: float | None) -> str:
-    return "—" if x is None else f"{x:.4g}"
-
-
-def _side(f: Finding, which: str) -> str:
-    side = f.baseline if which == "baseline" else f.current
-    if side.value is None:
-        return f"— (n={side.n})"
-    ci = "" if side.ci_low is None else f" [{_value(side.ci_low)}, {_value(side.ci_high)}]"
-    return f"{_value(side.value)}{ci} (n={side.n})"
-
-
-def findings_table(findings: list[Finding]) -> None:
-    # The short, decisive columns first: the table is wider than the page and scrolls sideways.
-    rows = [
-        {
-            "verdict": f.verdict, "agent": f.agent or "(none)", "metric": f.metric, "change": fmt_pct(f.relative_change),
-            "q": "—" if f.q_value is None else f"{f.q_value:.2g}",
-            "effect": "—" if f.effect_size is None else f"{f.effect_size:+.2f}",
-            f"baseline ({findings[0].baseline.label if findings else ''})": _side(f, "baseline"),
-            f"current ({findings[0].current.label if findings else ''})": _side(f, "current"), "why": f.reason,
-        }
-        for f in findings
-    ]
-    st.dataframe(rows, hide_index=True, key="findings")
-
-
-def drift_figure(result: DriftResult) -> go.Figure:
-    """Mean steps per bucket with the reference mean and a +/-2 standard-error band."""
-    xs = [p.start for p in result.points if p.mean is not None]
-    ys = [p.mean for p in result.points if p.mean is not None]
-    fig = go.Figure()
-    if result.reference_mean is not None and result.reference_sd is not None and xs:
-        runs = [p.runs for p in result.points if p.mean is not None]
-        se = [2 * result.reference_sd / max(n, 1) ** 0.5 for n in runs]
-        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=[result.reference_mean + s for s in se]
-                                 + [result.reference_mean - s for s in se][::-1],
-                                 fill="toself", line={"width": 0}, opacity=0.2, name="baseline band"))
-        fig.add_hline(y=result.reference_mean, line_dash="dot", annotation_text="baseline mean")
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name="mean steps per run"))
-    alarms = [p for p in result.points if p.alarm and p.mean is not None]
-    if alarms:
-        fig.add_trace(go.Scatter(x=[p.start for p in alarms], y=[p.mean for p in alarms], mode="markers",
-                                 marker={"size": 12, "symbol": "x"}, name="CUSUM alarm"))
-    fig.update_layout(title=f"{result.agent or '(no agent)'}: mean steps per run", height=320,
-                      margin={"t": 40, "b": 20})
-    return fig
 
 
 st.title("Regressions")
@@ -132,4 +82,5 @@ with guard():
     else:
         st.success("No metric changed beyond noise.")
     st.subheader("All metrics")
-    findings_table(data.findings)
+    # The short, decisive columns come first: the table is wider than the page and scrolls sideways.
+    st.dataframe(findings_rows(data.findings), hide_index=True, key="findings")
