@@ -10,7 +10,9 @@ latency per step, 12% failures over three stop reasons, Poisson(0.3) tool errors
     .venv/bin/python -m bench.regression_sim --seeds 50 --runs-per-day 60 120 150
 
 Prints, per question, the observed rate next to its bar, and exits 1 if a bar is missed:
-- A/A: share of seeds where 50 random splits of 1000 stable runs flag more than 1 finding in total;
+- A/A: flagged findings per 50 random splits of 1000 stable runs, and the share of seeds where
+  they are more than 1 (measured with 300 seeds: 0.05 per 50 splits, 0.67% of seeds; with the
+  former BH at 0.01: 0.26 and 4.7%);
 - planted: +20% mean steps at 300 runs a side flagged (steps, regression), +3% not;
 - drift: a flat agent alarms within 14 days after a 7-day reference; +1%/day creep does not alarm.
 Not part of `make bench` (it measures error rates, not speed).
@@ -106,10 +108,12 @@ def main(argv: list[str] | None = None) -> int:
 
     aa = [aa_exceeds(10_000 + s, config) for s in range(args.seeds)]
     exceed = sum(t > 1 for t, _ in aa) / args.seeds
+    mean_flags = sum(t for t, _ in aa) / args.seeds
     per_report = sum(r for _, r in aa) / (args.seeds * AA_SPLITS)
-    print(f"A/A  alpha={config.alpha:g} (Holm): seeds with >1 flagged finding in 50 splits {exceed:.2%} "
-          f"(bar: < 1%); reports flagging anything {per_report:.3%} (bound: alpha)")
-    ok &= exceed < 0.01
+    print(f"A/A  alpha={config.alpha:g} (Holm): flagged findings per 50 splits {mean_flags:.3f} (acceptance: <= 1; "
+          f"bar here: < 0.1); seeds with >1 flagged {exceed:.2%} (bar: < 2%); reports flagging anything "
+          f"{per_report:.3%} (Holm bound: {config.alpha:.1%})")
+    ok &= mean_flags < 0.1 and exceed < 0.02
 
     hit20 = sum(planted_flags(20_000 + s, 1.20, config) for s in range(args.seeds)) / args.seeds
     hit3 = sum(planted_flags(30_000 + s, 1.03, config) for s in range(args.seeds)) / args.seeds
