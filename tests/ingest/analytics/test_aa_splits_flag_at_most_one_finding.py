@@ -1,7 +1,7 @@
 """A/A test: one stable population, split at random 50 times, yields at most one flagged finding
 in total across every metric checked (steps, tokens, cost, duration, tool errors, failure rate,
 each stop reason). This is what "tells a real shift from noise" means: the relative-change floor,
-the minimum sample size and the Holm correction (family-wise error 0.001 per report) together keep
+the minimum sample size and the Holm correction (family-wise error 0.002 per report) together keep
 chance out. One seed proves little: bench/regression_sim.py runs this over hundreds of seeds.
 
 The population goes in as real OTLP through the real server; the splits are made over the runs as

@@ -46,7 +46,7 @@ def _runs(rng: np.random.Generator, n: int, scale: float) -> RunSet:
 def test_a_real_shift_still_flags_every_metric_that_moved_with_it() -> None:
     rng = np.random.default_rng(8)
     config = RegressionConfig(metrics=["steps", "input_tokens", "cost_usd", "failure_rate"])
-    assert config.alpha == DEFAULT_ALPHA == 0.001
+    assert config.alpha == DEFAULT_ALPHA == 0.002
     pair = Pair("agent", _runs(rng, 300, 1.0), _runs(rng, 300, 1.2), "version 1", "version 2")
     flagged = {f.metric for f in build_findings([pair], "release", config) if f.flagged}
     assert flagged == {"steps", "input_tokens", "cost_usd"}
