@@ -84,3 +84,22 @@ def content_policy(
         redact=build_redactor(redact, defaults=default_redaction),
         max_bytes=resolve_max_bytes(content_max_bytes, env),
     )
+
+
+# The tracer's environment variables, documented once: the README's configuration table is
+# generated from this list (steplens/config_doc.py), so the two cannot drift apart.
+ENV_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    (ENV_CAPTURE_CONTENT, "on",
+     "Record content (task, answer, thoughts, observations, messages, tool arguments/results) on spans: "
+     "true/false, 1/0, yes/no, on/off. Beats the OTel variable below. Redaction always runs first."),
+    (ENV_OTEL_CAPTURE_CONTENT, "unset (on)",
+     "The standard GenAI switch, read when ours is unset: true/span_only/span_and_event = on; "
+     "false/no_content/event_only = off."),
+    (ENV_CONTENT_MAX_BYTES, str(DEFAULT_MAX_BYTES),
+     "Cap per content attribute in UTF-8 bytes; longer text ends with an explicit truncation marker."),
+    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "unset", "Full OTLP/HTTP traces URL, used as is."),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "Base URL; `/v1/traces` is appended."),
+    ("OTEL_EXPORTER_OTLP_HEADERS", "unset", "`key=value,...` headers, e.g. `authorization=Bearer%20<key>`."),
+    ("OTEL_EXPORTER_OTLP_TIMEOUT", "10 s", "Per export request, on a background thread (never delays the agent)."),
+    ("OTEL_SERVICE_NAME", "steplens-agent", "`service.name` of the resource when `setup()` is not given one."),
+)

@@ -3,7 +3,7 @@ separate Python process (as a user would paste it), its spans reach a real stepl
 on 127.0.0.1 and the run can be read back through the query API. If the public API the README
 shows (`kernel.Agent`, `@tool`, `ScriptedLLM`, `tracer.setup`) changes, this test fails first.
 
-EXAMPLE is the README snippet verbatim; only the endpoint is pointed at the test's server.'''
+EXAMPLE is read from README.md; only the endpoint is pointed at the test's server.'''
 
 from __future__ import annotations
 
@@ -19,22 +19,14 @@ from tests.ingest.conftest import ingest_server, start_ingest_server  # noqa: F4
 ROOT = Path(__file__).resolve().parents[2]
 README_ENDPOINT = "http://127.0.0.1:4318"
 
-EXAMPLE = r'''
-import asyncio
-import tracer
-from kernel import Agent, ScriptedLLM, tool
+def _readme_example() -> str:
+    """The first python block of the README's ten-lines section, so the test runs what users read."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Instrumenting your own agent in ten lines", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
-@tool
-async def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"21 °C and sunny in {city}"
 
-handle = tracer.setup(service_name="weather-demo", endpoint="http://127.0.0.1:4318/v1/traces")
-llm = ScriptedLLM(['Action: get_weather\nAction Input: {"city": "Paris"}', "Final Answer: 21 °C and sunny"])
-result = asyncio.run(Agent("weather", "1.0", llm, [get_weather]).run("Weather in Paris?"))
-print(result.ok, result.stop_reason.value, result.trace_id)
-handle.shutdown()
-'''
+EXAMPLE = _readme_example()
 
 
 def test_readme_example_runs_and_its_trace_reaches_the_server(ingest_server) -> None:  # noqa: F811
