@@ -14,7 +14,9 @@ Prints, per question, the observed rate next to its bar, and exits 1 if a bar is
   they are more than 1 (300 seeds at alpha 0.002: 0.08 per 50 splits, 0.67% of seeds; with the
   former BH at 0.01: 0.26 and 4.7%);
 - planted: +20% mean steps at 300 runs a side flagged (steps, regression), +3% not;
-- drift: a flat agent alarms within 14 days after a 7-day reference; +1%/day creep does not alarm.
+- drift: a flat agent alarms within 14 days after a 7-day reference; +1%/day creep does not alarm
+  (2000 seeds: flat 0.2-0.5%; creep missed 16% at 60 runs/day, 0.25% at 120, 0.1% at 150).
+Bars are loose enough for the sampling noise of the default seed count; raise --seeds to tighten.
 Not part of `make bench` (it measures error rates, not speed).
 """
 
@@ -111,9 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     mean_flags = sum(t for t, _ in aa) / args.seeds
     per_report = sum(r for _, r in aa) / (args.seeds * AA_SPLITS)
     print(f"A/A  alpha={config.alpha:g} (Holm): flagged findings per 50 splits {mean_flags:.3f} (acceptance: <= 1; "
-          f"bar here: < 0.15); seeds with >1 flagged {exceed:.2%} (bar: < 2%); reports flagging anything "
+          f"bar here: < 0.15); seeds with >1 flagged {exceed:.2%} (bar: < 3%; ~1% over 400 seeds); reports flagging anything "
           f"{per_report:.3%} (Holm bound: {config.alpha:.1%})")
-    ok &= mean_flags < 0.15 and exceed < 0.02
+    ok &= mean_flags < 0.15 and exceed < 0.03
 
     hit20 = sum(planted_flags(20_000 + s, 1.20, config) for s in range(args.seeds)) / args.seeds
     hit3 = sum(planted_flags(30_000 + s, 1.03, config) for s in range(args.seeds)) / args.seeds
@@ -128,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         days = [first_alarm_day(rng, per_day, 0.01, drift) for _ in range(args.seeds)]
         found = [d for d in days if d is not None]
         median = f"{np.median(found):.0f}" if found else "-"
-        print(f"  {per_day:4d} runs/day: flat agent alarms {false_alarm / args.seeds:.2%} (bar: < 1%); "
-              f"+1%/day missed {1 - len(found) / args.seeds:.2%} (bar: < 1% from 120 runs/day), "
+        print(f"  {per_day:4d} runs/day: flat agent alarms {false_alarm / args.seeds:.2%} (bar: < 2%); "
+              f"+1%/day missed {1 - len(found) / args.seeds:.2%} (bar: < 2% from 150 runs/day), "
               f"median detection day {median}")
-        ok &= false_alarm / args.seeds < 0.01 and (per_day < 120 or len(found) / args.seeds > 0.99)
+        ok &= false_alarm / args.seeds < 0.02 and (per_day < 150 or len(found) / args.seeds > 0.98)
     return 0 if ok else 1
 
 
