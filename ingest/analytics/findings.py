@@ -30,7 +30,7 @@ from tracer.conventions import StopReason
 EXAMPLES_PER_SIDE = 3
 # Family-wise error per report. Why 0.002 (bench/regression_sim.py, hundreds of seeds): at the
 # former BH 0.01 a stable agent split 50 times flagged more than one finding on ~5% of seeds; at
-# 0.002 on <1%. Stricter costs power: +20% mean steps at 300 runs a side is z ~ 6 for ~10 tests,
+# 0.002 on ~1%. Stricter costs power: +20% mean steps at 300 runs a side is z ~ 6 for ~10 tests,
 # missed ~2.5% of the time at 0.002 and ~4% at 0.001. With ~10 metrics per agent these sample
 # sizes allow no setting with both error rates far below 1%; more runs per side do.
 DEFAULT_ALPHA = 0.002
