@@ -56,6 +56,15 @@ class Settings(BaseSettings):
     retry_after_s: int = Field(1, ge=1, le=5, description="Retry-After seconds sent with 429/503 (1..5).")
     commit_interval_ms: int = Field(20, description="Group-commit window: requests arriving within it share one fsync.")
     load_batch_spans: int = Field(50_000, description="Most spans the loader writes to DuckDB in one transaction.")
+    checkpoint_idle_wal_bytes: int = Field(
+        32 * MIB, ge=0, description="Writer checkpoints DuckDB when idle and the WAL is this big (0: DuckDB's auto checkpoint)."
+    )
+    checkpoint_max_wal_bytes: int = Field(
+        512 * MIB, ge=0, description="Writer checkpoints even under load once the WAL reaches this size."
+    )
+    duckdb_memory_limit: str = Field(
+        "512MB", description="DuckDB memory_limit of the server (buffer pool; spills beyond it); '' for DuckDB's default."
+    )
     retention_days: int = Field(0, description="Delete spans and runs older than this many days; 0 keeps everything.")
     retention_interval_s: int = Field(3600, description="How often the retention sweep runs.")
     query_timeout_s: float = Field(10.0, description="Time limit of one query API request's SQL.")

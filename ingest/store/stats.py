@@ -23,4 +23,5 @@ class StoreStats:
     replayed_records: int  # records replayed from the spool at the last start
     last_commit_latency_s: float
     last_load_latency_s: float
-    writer_error: str | None  # set when DuckDB failed fatally and loading stopped
+    checkpoints: int = 0  # CHECKPOINTs the writer ran itself (DuckDB's automatic one is off)
+    writer_error: str | None = None  # set when DuckDB failed fatally and loading stopped

@@ -33,7 +33,15 @@ from ingest.store.reader import timed_cursor
 from ingest.store.retention import DEFAULT_CHUNK_ROWS
 from ingest.store.spool import DEFAULT_SEGMENT_MAX_BYTES, Position, SpoolWriter, encode_record, list_segments
 from ingest.store.stats import StoreStats
-from ingest.store.writer import LoadItem, Normalizer, Writer, WriterHooks, count_spans, utcnow
+from ingest.store.writer import (
+    CheckpointPolicy,
+    LoadItem,
+    Normalizer,
+    Writer,
+    WriterHooks,
+    count_spans,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +111,9 @@ class SpanStore:
         spool.mkdir(parents=True, exist_ok=True)
         normalize = self._normalizer or default_normalizer(s)
         self._normalize = normalize
-        conn = duckdb.connect(str(s.db))
+        # memory_limit caps DuckDB's buffer pool (it spills to disk beyond it) so RSS stays bounded
+        # as the database grows; given as config, never spliced into SQL
+        conn = duckdb.connect(str(s.db), config={"memory_limit": s.duckdb_memory_limit} if s.duckdb_memory_limit else {})
         try:
             migrate(conn)
             ensure_position_row(conn, utcnow())
@@ -115,6 +125,8 @@ class SpanStore:
                 retention_days=s.retention_days,
                 retention_interval_s=s.retention_interval_s,
                 retention_chunk_rows=self._retention_chunk_rows,
+                wal_path=s.db.with_name(s.db.name + ".wal"),
+                checkpoints=CheckpointPolicy(s.checkpoint_idle_wal_bytes, s.checkpoint_max_wal_bytes),
             )
             replayed = writer.replay(start, first_seq=0)
             position = read_position(conn)
@@ -279,6 +291,7 @@ class SpanStore:
             pending_records=writer.pending_items() if writer else 0,
             last_commit_latency_s=self._last_commit_s,
             last_load_latency_s=self._last_load_s,
+            checkpoints=writer.checkpoints if writer else 0,
             writer_error=None if writer is None or writer.failed is None else repr(writer.failed),
             **counts,
         )
