@@ -15,6 +15,7 @@ from typing import Any, Literal
 import duckdb
 
 from ingest.queries.filters import CommonFilters, Where, like_contains, project_clause, runs_common_where
+from ingest.schema import trace_key_sql
 
 SortField = Literal["start_time", "duration_ms", "cost_usd", "steps", "input_tokens"]
 SortOrder = Literal["asc", "desc"]
@@ -160,10 +161,34 @@ def list_runs(
 
 def find_runs_by_trace(cur: duckdb.DuckDBPyConnection, trace_id: str, projects: frozenset[str] | None) -> list[dict]:
     """Run rows of one trace id among readable projects (normally zero or one), with `span_start` /
-    `span_end`: the extent of all the trace's spans (the root's start/end when the store has none)."""
+    `span_end`: the extent of all the trace's spans (the root's start/end when the store has none).
+
+    Why two steps: `trace_index` (ingest/schema.py) finds the trace by an integer key and says when it
+    started, and that bound lets the runs table's zone maps skip all but a segment or two, where a bare
+    `trace_id = ?` compared the 32-char id of every run. A trace the index does not know (a row lost
+    to retention skew, a store written before it existed and not migrated) falls back to that scan.
+    """
+    index = Where()
+    index.add(f"trace_key = {trace_key_sql('?')}", trace_id)
+    index.add("trace_id = ?", trace_id)
+    project_clause(index, projects)
+    starts = [r[0] for r in cur.execute(f"SELECT start_time FROM trace_index WHERE {index.sql()}", index.params).fetchall()]
+    if starts:
+        where = Where()
+        where.add("span_start <= ?", max(starts))  # bare columns: zone maps only prune those
+        where.add("span_end >= ?", min(starts))
+        where.add("trace_id = ?", trace_id)
+        project_clause(where, projects)
+        rows = _runs_where(cur, where)
+        if len(rows) >= len(starts):
+            return rows
     where = Where()
     where.add("trace_id = ?", trace_id)
     project_clause(where, projects)
+    return _runs_where(cur, where)
+
+
+def _runs_where(cur: duckdb.DuckDBPyConnection, where: Where) -> list[dict]:
     cur.execute(
         f"SELECT {RUN_SELECT}, coalesce(span_start, start_time) AS span_start, coalesce(span_end, end_time) AS span_end "
         f"FROM runs WHERE {where.sql()} ORDER BY project",

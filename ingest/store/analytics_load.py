@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from ingest.schema import TOOL_ROLLUP_KEYS, TOOL_ROLLUP_NUMBERS, tool_rollup_rows, trace_key_sql
 from ingest.store.signature import SQL_FUNCTION
 from tracer import conventions as c
 from tracer.conventions import OperationClass as Op
@@ -76,58 +77,75 @@ DERIVED_SPAN_COLUMNS = f"""
         END AS error_template
 """
 
-# ---- LLM usage per (run, model): merged by addition, like the runs row -----------------------
+# ---- which traces need which upkeep -------------------------------------------------------------
 
-_BATCH_MODELS = """
-CREATE OR REPLACE TEMP TABLE batch_models AS
-SELECT project, trace_id, model, provider, min(start_time) AS start_time, count(*) AS llm_calls,
-    coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
-    sum(cost_usd) AS cost_usd
-FROM new_spans WHERE operation = $llm
-GROUP BY project, trace_id, model, provider
+# One row per trace of the batch: its run facts (copied onto every analytics row of the run), whether
+# they changed, and which tables need work. A trace's tool rows depend only on its tool, LLM, truncate
+# and step spans and on the run facts; its run_models rows on its LLM spans and the facts. Batches
+# without such spans (a root alone, budget checks) skip that upkeep entirely.
+_TOUCHED = """
+CREATE OR REPLACE TEMP TABLE touched AS
+WITH n AS (
+    SELECT project, trace_id, count(*) FILTER (WHERE operation = $llm) AS llm,
+        count(*) FILTER (WHERE operation IN ($tool, $llm, $truncate, $step)) AS tool_related
+    FROM new_spans GROUP BY project, trace_id
+)
+SELECT m.project, m.trace_id, m.span_start, m.span_end, m.start_time AS run_start, m.agent, m.version,
+    m.environment, o.trace_id IS NULL AS is_new,
+    (o.trace_id IS NULL OR m.start_time IS DISTINCT FROM o.start_time OR m.agent IS DISTINCT FROM o.agent
+        OR m.version IS DISTINCT FROM o.version OR m.environment IS DISTINCT FROM o.environment) AS facts_changed,
+    m.tool_calls > 0 AND (n.tool_related > 0 OR facts_changed) AS tools,
+    n.llm > 0 AS new_models,
+    coalesce(o.llm_calls, 0) > 0 AND facts_changed AS stale_models
+FROM merged_runs m JOIN n USING (project, trace_id) LEFT JOIN old_runs o USING (project, trace_id)
 """
 
-_MERGE_MODELS = [
-    """
-    CREATE OR REPLACE TEMP TABLE merged_models AS
-    WITH touched AS (SELECT DISTINCT project, trace_id FROM batch_models),
-    both_sides AS (
-        SELECT r.project, r.trace_id, r.model, r.provider, r.start_time, r.llm_calls, r.input_tokens,
-            r.output_tokens, r.cost_usd
-        FROM run_models r SEMI JOIN touched t ON r.project = t.project AND r.trace_id = t.trace_id
-        UNION ALL
-        SELECT project, trace_id, model, provider, start_time, llm_calls, input_tokens, output_tokens, cost_usd
-        FROM batch_models
-    )
-    SELECT project, trace_id, model, provider, min(start_time) AS start_time,
-        sum(llm_calls)::BIGINT AS llm_calls, sum(input_tokens)::BIGINT AS input_tokens,
-        sum(output_tokens)::BIGINT AS output_tokens, sum(cost_usd) AS cost_usd
-    FROM both_sides GROUP BY project, trace_id, model, provider
-    """,
-    """
-    DELETE FROM run_models USING (SELECT DISTINCT project, trace_id FROM batch_models) t
-    WHERE run_models.project = t.project AND run_models.trace_id = t.trace_id
-    """,
-    "INSERT INTO run_models BY NAME SELECT * FROM merged_models",
-]
+_PLAN = """
+SELECT count(*) FILTER (WHERE is_new), count(*) FILTER (WHERE new_models),
+    min(span_start) FILTER (WHERE new_models), max(span_end) FILTER (WHERE new_models),
+    count(*) FILTER (WHERE stale_models), min(span_start) FILTER (WHERE stale_models),
+    max(span_end) FILTER (WHERE stale_models),
+    count(*) FILTER (WHERE tools), min(span_start) FILTER (WHERE tools), max(span_end) FILTER (WHERE tools)
+FROM touched
+"""
 
-# The run's filter facts onto its run_models rows (the root may arrive after the LLM calls).
+_TRACE_INDEX = f"""
+INSERT INTO trace_index
+SELECT coalesce({trace_key_sql("trace_id")}, 0), project, trace_id, span_start FROM touched WHERE is_new
+"""
+
+# ---- LLM usage per (run, model): merged by addition, like the runs row -----------------------
+
+_MERGE_MODELS = """
+MERGE INTO run_models r USING (
+    SELECT n.project, n.trace_id, n.model, n.provider, min(n.start_time) AS start_time, count(*) AS llm_calls,
+        coalesce(sum(n.input_tokens), 0) AS input_tokens, coalesce(sum(n.output_tokens), 0) AS output_tokens,
+        sum(n.cost_usd) AS cost_usd, any_value(t.run_start) AS run_start, any_value(t.agent) AS agent,
+        any_value(t.version) AS version, any_value(t.environment) AS environment
+    FROM new_spans n JOIN touched t USING (project, trace_id)
+    WHERE n.operation = $llm AND t.new_models
+    GROUP BY n.project, n.trace_id, n.model, n.provider
+) b
+ON r.project = b.project AND r.trace_id = b.trace_id AND r.model IS NOT DISTINCT FROM b.model
+    AND r.provider IS NOT DISTINCT FROM b.provider AND r.start_time BETWEEN $lo AND $hi
+WHEN MATCHED THEN UPDATE SET
+    start_time = least(r.start_time, b.start_time), llm_calls = r.llm_calls + b.llm_calls,
+    input_tokens = r.input_tokens + b.input_tokens, output_tokens = r.output_tokens + b.output_tokens,
+    cost_usd = CASE WHEN r.cost_usd IS NULL THEN b.cost_usd WHEN b.cost_usd IS NULL THEN r.cost_usd
+        ELSE r.cost_usd + b.cost_usd END,
+    run_start = b.run_start, agent = b.agent, version = b.version, environment = b.environment
+WHEN NOT MATCHED THEN INSERT BY NAME
+"""
+
+# The run's filter facts onto its older run_models rows (the root may arrive after the LLM calls).
 _RUN_MODELS_FACTS = """
-UPDATE run_models SET run_start = m.start_time, agent = m.agent, version = m.version, environment = m.environment
-FROM merged_runs m
-WHERE run_models.project = m.project AND run_models.trace_id = m.trace_id
+UPDATE run_models SET run_start = m.run_start, agent = m.agent, version = m.version, environment = m.environment
+FROM touched m
+WHERE m.stale_models AND run_models.project = m.project AND run_models.trace_id = m.trace_id
   AND run_models.start_time BETWEEN $lo AND $hi
 """
 
 # ---- tool calls: recomputed per touched trace -------------------------------------------------
-
-# Traces with tool calls that got any span this batch: a tool, LLM, truncate or step span can change
-# a tool row, and the root can change the run facts (start, agent, version) copied onto them.
-_TOOL_TRACES = """
-CREATE OR REPLACE TEMP TABLE tool_traces AS
-SELECT project, trace_id, span_start, span_end, start_time AS run_start, agent, version, environment
-FROM merged_runs WHERE tool_calls > 0
-"""
 
 _TOOL_TRACE_SPANS = """
 CREATE OR REPLACE TEMP TABLE tool_trace_spans AS
@@ -135,9 +153,9 @@ SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.operation, s.start_
     s.duration_ms, s.status, s.error_type, s.tool_name, coalesce(s.response_model, s.model, '') AS price_model,
     s.cost_usd, s.input_tokens, s.output_tokens, s.tool_decision, s.observation_tokens, s.dropped_tokens,
     s.truncated
-FROM spans s SEMI JOIN tool_traces t ON s.project = t.project AND s.trace_id = t.trace_id
+FROM spans s SEMI JOIN touched t ON t.tools AND s.project = t.project AND s.trace_id = t.trace_id
 WHERE s.start_time BETWEEN $lo AND $hi
-  AND s.trace_id IN (SELECT trace_id FROM tool_traces)
+  AND s.trace_id IN (SELECT trace_id FROM touched WHERE tools)
   AND s.operation IN ($tool, $llm, $truncate, $step)
 """
 
@@ -203,7 +221,7 @@ SELECT t.project, t.trace_id, t.span_id, t.tool_name, t.start_time, t.end_time, 
         AS observation_source,
     o.truncated, o.dropped AS dropped_tokens
 FROM tools t
-JOIN tool_traces r ON r.project = t.project AND r.trace_id = t.trace_id
+JOIN touched r ON r.project = t.project AND r.trace_id = t.trace_id AND r.tools
 LEFT JOIN decision d ON d.project = t.project AND d.trace_id = t.trace_id AND d.span_id = t.span_id
 LEFT JOIN obs o ON o.project = t.project AND o.trace_id = t.trace_id AND o.span_id = t.span_id
 """
@@ -237,50 +255,71 @@ WHERE p.total - coalesce(l.upto, 0) > 0
 
 _REPLACE_TOOLS = [
     """
-    DELETE FROM tool_calls USING tool_traces t
-    WHERE tool_calls.project = t.project AND tool_calls.trace_id = t.trace_id
+    DELETE FROM tool_calls USING touched t
+    WHERE t.tools AND tool_calls.project = t.project AND tool_calls.trace_id = t.trace_id
       AND tool_calls.start_time BETWEEN $lo AND $hi
     """,
     "INSERT INTO tool_calls BY NAME SELECT * FROM new_tool_calls",
     """
-    DELETE FROM tool_carry USING tool_traces t
-    WHERE tool_carry.project = t.project AND tool_carry.trace_id = t.trace_id
+    DELETE FROM tool_carry USING touched t
+    WHERE t.tools AND tool_carry.project = t.project AND tool_carry.trace_id = t.trace_id
       AND tool_carry.start_time BETWEEN $lo AND $hi
     """,
     "INSERT INTO tool_carry BY NAME SELECT * FROM new_tool_carry",
 ]
 
-_CLEANUP = [
-    "DROP TABLE IF EXISTS batch_models",
-    "DROP TABLE IF EXISTS merged_models",
-    "DROP TABLE IF EXISTS tool_traces",
-    "DROP TABLE IF EXISTS tool_trace_spans",
-    "DROP TABLE IF EXISTS new_tool_calls",
-    "DROP TABLE IF EXISTS new_tool_carry",
-]
+# The rollup's delta: the touched traces' stored rows (about to be replaced) subtracted, their new rows
+# added; applied in one MERGE that drops cells whose last source row left. Must run before _REPLACE_TOOLS.
+_OLD_ROWS = """
+SELECT x.*, {sign} AS sign FROM {table} x SEMI JOIN touched t
+    ON t.tools AND x.project = t.project AND x.trace_id = t.trace_id
+WHERE x.start_time BETWEEN $lo AND $hi
+"""
+_ROLLUP_DELTA = tool_rollup_rows(
+    f"{_OLD_ROWS.format(sign=-1, table='tool_calls')} UNION ALL BY NAME SELECT *, 1 AS sign FROM new_tool_calls",
+    f"{_OLD_ROWS.format(sign=-1, table='tool_carry')} UNION ALL BY NAME SELECT *, 1 AS sign FROM new_tool_carry",
+)
+_CHANGED = " OR ".join(f"d.{n} <> 0" for n in TOOL_ROLLUP_NUMBERS)
+_SAME_CELL = " AND ".join(f"r.{k} IS NOT DISTINCT FROM d.{k}" for k in TOOL_ROLLUP_KEYS)
+_MERGE_ROLLUP = f"""
+MERGE INTO tool_rollup r USING (SELECT * FROM ({_ROLLUP_DELTA}) d WHERE {_CHANGED}) d
+ON {_SAME_CELL}
+WHEN MATCHED AND r.entries + d.entries = 0 THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    {", ".join(f"{n} = r.{n} + d.{n}" for n in TOOL_ROLLUP_NUMBERS)},
+    example_trace = CASE WHEN r.example_key IS NULL OR d.example_key > r.example_key THEN d.example_trace
+        ELSE r.example_trace END,
+    example_key = greatest(r.example_key, d.example_key)
+WHEN NOT MATCHED THEN INSERT BY NAME
+"""
+
+_CLEANUP = ";".join(
+    f"DROP TABLE IF EXISTS {table}" for table in ("touched", "tool_trace_spans", "new_tool_calls", "new_tool_carry")
+)
 
 
 def maintain(conn: duckdb.DuckDBPyConnection) -> None:
-    """Update run_models, tool_calls and tool_carry for the batch in `new_spans` / `merged_runs`.
+    """Update trace_index, run_models, tool_calls, tool_carry and tool_rollup for the batch in
+    `new_spans` / `merged_runs` / `old_runs`.
 
-    Call inside the load transaction after the spans are inserted and the runs rows merged.
+    Call inside the load transaction after the spans are inserted and the runs rows merged. Each
+    statement costs a fixed ~5-20 ms here whatever its size, so work a batch does not need is skipped.
     """
-    execute(conn, _BATCH_MODELS)
-    if conn.execute("SELECT count(*) FROM batch_models").fetchall()[0][0]:
-        for statement in _MERGE_MODELS:
-            execute(conn, statement)
-    lo, hi = conn.execute("SELECT min(span_start), max(span_end) FROM merged_runs").fetchall()[0]
-    if lo is not None and hi is not None:
-        execute(conn, _RUN_MODELS_FACTS, {"lo": lo, "hi": hi})
-    execute(conn, _TOOL_TRACES)
-    lo, hi = conn.execute("SELECT min(span_start), max(span_end) FROM tool_traces").fetchall()[0]
-    if lo is not None and hi is not None:
-        window = {"lo": lo, "hi": hi}
+    execute(conn, _TOUCHED)
+    (new_runs, models, m_lo, m_hi, stale, s_lo, s_hi, tools, t_lo, t_hi) = conn.execute(_PLAN).fetchall()[0]
+    if new_runs:
+        conn.execute(_TRACE_INDEX)
+    if models:
+        execute(conn, _MERGE_MODELS, {"lo": m_lo, "hi": m_hi})
+    if stale:
+        execute(conn, _RUN_MODELS_FACTS, {"lo": s_lo, "hi": s_hi})
+    if tools:
+        window = {"lo": t_lo, "hi": t_hi}
         execute(conn, _TOOL_TRACE_SPANS, window)
         execute(conn, _NEW_TOOL_CALLS)
         execute(conn, _NEW_TOOL_CARRY)
+        execute(conn, _MERGE_ROLLUP, window)
         for statement in _REPLACE_TOOLS:
             execute(conn, statement, window)
     # On failure the loader rolls back, which drops these temp tables with everything else.
-    for statement in _CLEANUP:
-        conn.execute(statement)
+    conn.execute(_CLEANUP)
