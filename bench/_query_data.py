@@ -12,6 +12,7 @@ would take many minutes on this machine and measure ingest, not queries. So:
 2. Every table is then copied N times in SQL with new trace/span ids (md5 of the old id and the
    copy number) and start times shifted across the range, in time order (as ingest inserts).
    Column values other than ids and times are the pipeline's own.
+3. tool_rollup and trace_index are then rebuilt from the copies by the schema migration's backfill.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ingest.normalize import spans_table
+from ingest.schema import TOOL_ROLLUP_BACKFILL, TRACE_INDEX_BACKFILL
 from ingest.store.loading import ensure_position_row, load_batch
 from ingest.store.migrate import migrate
 from ingest.store.spool import Position
@@ -196,4 +198,15 @@ def replicate(conn: duckdb.DuckDBPyConnection, copies: int, spread: timedelta, c
                 f"FROM tpl_{table} t CROSS JOIN (SELECT range AS copy FROM range({first}, {last})) k "
                 f"ORDER BY {times[0]}"
             )
+    rebuild_derived(conn)
     conn.execute("CHECKPOINT")
+
+
+def rebuild_derived(conn: duckdb.DuckDBPyConnection) -> None:
+    """tool_rollup and trace_index from the replicated tables, with the migration's own backfill SQL
+    (a rollup cell is an hour of run starts, which shifting copies by arbitrary offsets would break).
+    trace_index is rewritten in run start order, as a live store appends it, not key-sorted."""
+    conn.execute("DELETE FROM tool_rollup")
+    conn.execute(TOOL_ROLLUP_BACKFILL)
+    conn.execute("DELETE FROM trace_index")
+    conn.execute(TRACE_INDEX_BACKFILL.replace("ORDER BY 1", "ORDER BY 4"))

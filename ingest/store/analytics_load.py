@@ -11,6 +11,15 @@ tool rows of a trace are a pure function of the trace's tool/llm/truncate/step s
 batch that brings such a span recomputes that trace's rows from the stored spans. The read is
 bounded by the trace's extent (runs.span_start/span_end) so zone maps skip the rest of the table.
 
+Why `tool_rollup` is patched by deltas instead: a cell (hour x run facts x tool) sums many traces,
+so recomputing it means reading all of them. Each recomputed trace's old tool rows are subtracted
+and its new rows added (ingest/schema.py tool_rollup_rows), in the same MERGE.
+
+Why so few statements: each costs a fixed ~3-20 ms on this machine whatever its size, and the
+writer pays them in every load transaction. So one `touched` table says, per trace of the batch,
+which upkeep it needs (no tool/LLM/truncate/step span and unchanged run facts: no tool upkeep; no
+LLM span: no run_models merge), and merges are single MERGE statements.
+
 Everything runs inside the loader's transaction (ingest/store/loading.py), on the writer thread.
 """
 

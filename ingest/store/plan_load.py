@@ -27,7 +27,6 @@ _PARAMS = {"plan": Op.PLAN.value, "replan": Op.REPLAN.value, "llm": Op.LLM.value
 # plan/replan spans of the batch, plus stored rows that got a new chat child in this batch
 # (a parent ends after its child, so rows that ended before the batch's first chat cannot match).
 _TARGETS = """
-CREATE OR REPLACE TEMP TABLE plan_targets AS
 SELECT project, trace_id, span_id, start_time, end_time FROM new_spans WHERE operation IN ($plan, $replan)
 UNION
 SELECT p.project, p.trace_id, p.span_id, p.start_time, p.end_time
@@ -37,9 +36,14 @@ FROM plan_spans p SEMI JOIN (
 WHERE p.end_time >= (SELECT min(end_time) FROM new_spans WHERE operation = $llm) - $margin
 """
 
+# The extent of the targets; (NULL, NULL) when the batch touches no plan_spans row (the usual case:
+# most batches hold no plan-and-execute spans), which skips the rest.
+_WINDOW = f"SELECT min(start_time), max(end_time) FROM ({_TARGETS})"
+
 _ROWS = f"""
 CREATE OR REPLACE TEMP TABLE new_plan_spans AS
-WITH s AS (
+WITH plan_targets AS ({_TARGETS}),
+s AS (
     SELECT sp.* FROM spans sp
     SEMI JOIN plan_targets t ON sp.project = t.project AND sp.trace_id = t.trace_id AND sp.span_id = t.span_id
     WHERE sp.start_time BETWEEN $lo AND $hi AND sp.trace_id IN (SELECT trace_id FROM plan_targets)
@@ -56,27 +60,25 @@ SELECT {PLAN_SPAN_COLUMNS}
 FROM s LEFT JOIN u ON u.project = s.project AND u.trace_id = s.trace_id AND u.span_id = s.span_id
 """
 
+# Every target is a stored plan/replan span, so new_plan_spans holds one row per target.
 _REPLACE = [
     """
-    DELETE FROM plan_spans USING plan_targets t
+    DELETE FROM plan_spans USING new_plan_spans t
     WHERE plan_spans.project = t.project AND plan_spans.trace_id = t.trace_id AND plan_spans.span_id = t.span_id
       AND plan_spans.start_time BETWEEN $lo AND $hi
     """,
-    "INSERT INTO plan_spans BY NAME SELECT * FROM new_plan_spans",
+    "INSERT INTO plan_spans BY NAME SELECT * FROM new_plan_spans;DROP TABLE new_plan_spans",
 ]
-
-_CLEANUP = ["DROP TABLE IF EXISTS plan_targets", "DROP TABLE IF EXISTS new_plan_spans"]
 
 
 def maintain(conn: duckdb.DuckDBPyConnection) -> None:
     """Recompute the plan_spans rows touched by the batch in `new_spans` (already inserted into spans)."""
-    conn.execute(_TARGETS, {**_PARAMS, "margin": MARGIN})
-    lo, hi = conn.execute("SELECT min(start_time), max(end_time) FROM plan_targets").fetchall()[0]
-    if lo is not None and hi is not None:
-        window = {"lo": lo - MARGIN, "hi": hi + MARGIN}
-        conn.execute(_ROWS, {"llm": _PARAMS["llm"], **window})
-        delete, insert = _REPLACE
-        conn.execute(delete, window)
-        conn.execute(insert)
-    for statement in _CLEANUP:
-        conn.execute(statement)
+    targets = {**_PARAMS, "margin": MARGIN}
+    lo, hi = conn.execute(_WINDOW, targets).fetchall()[0]
+    if lo is None or hi is None:
+        return
+    window = {"lo": lo - MARGIN, "hi": hi + MARGIN}
+    conn.execute(_ROWS, {**targets, **window})
+    delete, insert = _REPLACE
+    conn.execute(delete, window)
+    conn.execute(insert)
