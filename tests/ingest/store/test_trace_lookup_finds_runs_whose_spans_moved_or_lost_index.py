@@ -3,7 +3,8 @@
 The index row records the trace's first span start when the run row was created and the lookup
 reads runs only around that instant. That must hold when later batches move the run's extent
 (an earlier span arriving late, a root ending later), for the same trace id in two projects, and
-when the index row is missing (the fallback scan); unknown ids find nothing.
+when the index row is missing (the fallback scan); unknown ids find nothing. The run's exact
+span extent then fetches the whole trace.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from ingest.normalize import spans_table
 from ingest.queries.runs import find_runs_by_trace
+from ingest.queries.traces import trace_spans
 from ingest.store.loading import ensure_position_row, load_batch
 from ingest.store.migrate import migrate
 from ingest.store.spool import Position
@@ -55,6 +57,9 @@ def test_run_found_after_its_extent_moved_both_ways(conn):
     assert run["span_count"] == 1 + 9 + 1 and run["agent"] == "support_agent"
     assert run["span_start"] == early.start.replace(tzinfo=None)
     assert conn.execute("SELECT count(*) FROM trace_index WHERE trace_id = ?", [tid]).fetchone()[0] == 1
+    # the run's exact extent (no slack) holds every span of the trace
+    spans = trace_spans(conn.cursor(), tid, "p", run["span_start"], run["span_end"], run["span_count"])
+    assert spans.used_window and len(spans.rows) == 11
 
 
 def test_same_trace_id_in_two_projects_and_project_filter(conn):
