@@ -70,6 +70,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _children(pid: int) -> list[int]:
+    """Child pids of `pid` (every thread's children list), without psutil."""
+    out: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            out += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return out
+
+
 class ServerProcess:
     """A receiver subprocess: steplens (`kind="steplens"`) or the reference (`kind="reference"`)."""
 
@@ -89,6 +100,7 @@ class ServerProcess:
             port = int(self.proc.stdout.readline())
         self.url = f"http://127.0.0.1:{port}"
         self.peak_rss_mib = 0.0
+        self._peaks: dict[int, int] = {}  # pid -> peak kB
         self._wait_ready()
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
@@ -106,13 +118,23 @@ class ServerProcess:
         raise RuntimeError(f"{self.kind} server not ready within {timeout} s; see {self.log.name}")
 
     def sample_rss(self) -> None:
-        try:
-            status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        except OSError:
-            return
-        m = re.search(r"VmHWM:\s+(\d+) kB", status)
-        if m:
-            self.peak_rss_mib = max(self.peak_rss_mib, int(m.group(1)) / 1024)
+        """Peak RSS (VmHWM) of the server plus its child processes (the normalize workers): the sum of
+        each process's own peak, an upper bound of the tree's peak."""
+        total = 0
+        for pid in [self.proc.pid, *_children(self.proc.pid)]:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            m = re.search(r"VmHWM:\s+(\d+) kB", status)
+            if m:
+                self._peaks[pid] = max(self._peaks.get(pid, 0), int(m.group(1)))
+                total = sum(self._peaks.values())
+        self.peak_rss_mib = max(self.peak_rss_mib, total / 1024)
+
+    def rss_breakdown(self) -> str:
+        """Each process's own peak, the server first: which process the memory is in."""
+        return " + ".join(f"{kb / 1024:,.0f}" for kb in self._peaks.values()) + " MiB"
 
     async def stored(self, client: httpx.AsyncClient) -> int:
         """Spans committed in DuckDB so far, as the server counts them after COMMIT."""
@@ -309,6 +331,8 @@ def inspect_db(server: ServerProcess, stop_s: float) -> Disk:
         ).fetchall()[0]
     finally:
         conn.close()
+    if server.kind != "reference":
+        print(f"  peak RSS per process (server + normalize workers): {server.rss_breakdown()}")
     return Disk(stop_s, server.peak_rss_mib, total, distinct, size, size / total if total else 0.0)
 
 

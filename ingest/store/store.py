@@ -26,6 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.config import Settings
 from ingest.errors import Overloaded
 from ingest.metrics import IngestMetrics
+from ingest.normalize.process import NormalizePool
 from ingest.store.committer import CommitterClosed, GroupCommitter, PendingWrite
 from ingest.store.loading import LoadResult, ensure_position_row, read_position
 from ingest.store.migrate import migrate
@@ -98,6 +99,7 @@ class SpanStore:
         self._writer: Writer | None = None
         self._normalize: Normalizer | None = None
         self._committer: GroupCommitter | None = None
+        self._pool: NormalizePool | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -111,6 +113,8 @@ class SpanStore:
         spool.mkdir(parents=True, exist_ok=True)
         normalize = self._normalizer or default_normalizer(s)
         self._normalize = normalize
+        if self._normalizer is None and s.normalize_processes > 0:
+            self._pool = NormalizePool(s.normalize_processes, s.price_file)
         # memory_limit caps DuckDB's buffer pool (it spills to disk beyond it) so RSS stays bounded
         # as the database grows; given as config, never spliced into SQL
         conn = duckdb.connect(str(s.db), config={"memory_limit": s.duckdb_memory_limit} if s.duckdb_memory_limit else {})
@@ -132,6 +136,9 @@ class SpanStore:
             position = read_position(conn)
         except BaseException:
             conn.close()
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
             raise
         if replayed:
             log.info("replayed %d acknowledged spool record(s) into DuckDB", replayed)
@@ -161,6 +168,9 @@ class SpanStore:
             self._accepting = False
         assert self._committer is not None and self._writer is not None and self._conn is not None
         self._committer.close()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         self._writer.close()
         if self._writer.failed is None:
             try:
@@ -182,13 +192,17 @@ class SpanStore:
     def _prepare(self, project: str, request: ExportTraceServiceRequest) -> LoadItem:
         """The CPU-heavy part of a write (serialize, normalize), done by the caller's thread before the
         ack: many requests normalize in parallel with the writer's DuckDB work instead of after it.
+        With worker processes (`normalize_processes`) the normalization runs there, on another core,
+        and this thread only waits for the table.
 
         A normalizer failure is not the client's error: the item goes on without a table and the
         writer retries and dead-letters it, exactly as for a replayed record.
         """
         payload = request.SerializeToString()
         table = None
-        if self._normalize is not None:
+        if self._pool is not None:
+            table = self._pool.normalize(project, payload, utcnow())  # None: normalize here instead
+        if table is None and self._normalize is not None:
             try:
                 table = self._normalize(project, request, utcnow())
             except Exception:  # noqa: BLE001 - the writer normalizes again and dead-letters with the error

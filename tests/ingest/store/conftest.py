@@ -14,7 +14,11 @@ from ingest.store import SpanStore
 @pytest.fixture
 def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     def make(**overrides: object) -> Settings:
-        values: dict[str, object] = {"db": tmp_path / "steplens.duckdb", "commit_interval_ms": 5}
+        # in-thread normalization unless a test asks for worker processes: store logic tests stay
+        # fast and their timing (fsync grouping) does not depend on a process round trip
+        values: dict[str, object] = {
+            "db": tmp_path / "steplens.duckdb", "commit_interval_ms": 5, "normalize_processes": 0,
+        }
         values.update(overrides)
         return Settings(**values)  # type: ignore[arg-type]
 
