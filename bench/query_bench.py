@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.query_bench [--spans 10000000] [--db PATH] [--repeat 15] [--keep]
 
-Builds (or reuses, with --db of an existing file) a DuckDB store of about `--spans` spans: template
+Builds (or reuses, with --db of an existing file, migrated to the current schema first) a DuckDB store of about `--spans` spans: template
 runs through the real normalizer and loader, replicated in SQL (see bench/_query_data.py for why
 and what that preserves), spread over 30 days. Then times, as the query API runs them (the same
 functions from ingest/queries and ingest/api, on a cursor of one connection), the median of
@@ -44,6 +44,7 @@ from ingest.queries.failures import failure_clusters  # noqa: E402
 from ingest.queries.filters import CommonFilters  # noqa: E402
 from ingest.queries.overview import overview  # noqa: E402
 from ingest.queries.tools import tool_rows  # noqa: E402
+from ingest.store.migrate import current_version, migrate  # noqa: E402
 from tracer.pricing import default_table  # noqa: E402
 
 TEMPLATE_RUNS = 100
@@ -62,6 +63,19 @@ def build(path: Path, spans: int) -> None:
         total = conn.execute("SELECT count(*) FROM spans").fetchone()[0]
         print(f"built {total:,} spans ({template_spans} template spans x {copies} copies) "
               f"in {time.perf_counter() - t0:.0f} s -> {path}", flush=True)  # fmt: skip
+    finally:
+        conn.close()
+
+
+def upgrade(path: Path) -> None:
+    """Bring a reused store to the current schema (e.g. build migration 8's rollup and trace index)."""
+    conn = duckdb.connect(str(path))
+    try:
+        before = current_version(conn)
+        after = migrate(conn)
+        if after != before:
+            conn.execute("CHECKPOINT")
+            print(f"migrated {path} from schema {before} to {after}", flush=True)
     finally:
         conn.close()
 
@@ -130,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         path = args.db or Path(tmp) / "bench.duckdb"
         if not path.exists():
             build(path, args.spans)
+        else:
+            upgrade(path)
         code = run(path, args.repeat)
         if args.keep and args.db is None:
             kept = Path(tempfile.gettempdir()) / "steplens-query-bench.duckdb"
