@@ -13,7 +13,7 @@ from datetime import datetime
 import duckdb
 
 DEFAULT_CHUNK_ROWS = 100_000
-DERIVED_TABLES = ("tool_calls", "tool_carry", "run_models", "tool_rollup", "trace_index")
+DERIVED_TABLES = ("tool_calls", "tool_carry", "run_models", "tool_rollup", "trace_index", "plan_spans")
 
 # Table names are fixed here, never user input.
 _BOUND = """

@@ -1,13 +1,14 @@
-"""Retention removes the analytics rows derived from old spans (tool_calls, tool_carry, run_models)
+"""Retention removes the analytics rows derived from old spans (tool_calls, tool_carry, run_models, plan_spans)
 together with the spans and runs, and keeps the recent ones."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.ingest.store.otlp_build import agent_run, request
+from tests.ingest.store.otlp_build import S, agent_run, request
+from tracer import conventions as c
 
-TABLES = ("tool_calls", "run_models", "runs")
+TABLES = ("tool_calls", "run_models", "plan_spans", "runs")
 
 
 def _counts(store) -> dict[str, int]:
@@ -20,11 +21,14 @@ async def test_old_tool_rows_go_with_their_runs(open_store) -> None:
     now = datetime.now(UTC)
     for days in (20, 10, 1):
         root, kids = agent_run(start=now - timedelta(days=days), steps=2)
-        await store.submit("p", request([root, *kids]))
+        plan = S(root.trace_id, "plan support_agent", parent=root.span_id, start=root.start,
+                 duration=timedelta(milliseconds=50),
+                 attrs={c.GEN_AI_OPERATION_NAME: c.OP_PLAN, c.PLAN_VERSION: 1, c.PLAN_STEPS: 2})
+        await store.submit("p", request([root, plan, *kids]))
     assert store.wait_loaded(10)
-    assert _counts(store) == {"tool_calls": 6, "run_models": 3, "runs": 3}
+    assert _counts(store) == {"tool_calls": 6, "run_models": 3, "plan_spans": 3, "runs": 3}
     store.sweep_retention(timeout=20)
-    assert _counts(store) == {"tool_calls": 2, "run_models": 1, "runs": 1}
+    assert _counts(store) == {"tool_calls": 2, "run_models": 1, "plan_spans": 1, "runs": 1}
     with store.read() as cur:
         oldest = cur.execute("SELECT min(start_time) FROM tool_calls").fetchone()[0]
     assert oldest > now.replace(tzinfo=None) - timedelta(days=7)
