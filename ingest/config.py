@@ -57,10 +57,10 @@ class Settings(BaseSettings):
     commit_interval_ms: int = Field(20, description="Group-commit window: requests arriving within it share one fsync.")
     load_batch_spans: int = Field(50_000, description="Most spans the loader writes to DuckDB in one transaction.")
     checkpoint_idle_wal_bytes: int = Field(
-        16 * MIB, ge=0, description="Writer checkpoints DuckDB when idle and the WAL is this big (0: DuckDB's auto checkpoint)."
+        32 * MIB, ge=0, description="Writer checkpoints DuckDB when idle and the WAL is this big (0: DuckDB's auto checkpoint)."
     )
     checkpoint_max_wal_bytes: int = Field(
-        128 * MIB, ge=0, description="Writer checkpoints even under load once the WAL reaches this size."
+        512 * MIB, ge=0, description="Writer checkpoints even under load once the WAL reaches this size."
     )
     normalize_processes: int = Field(
         2, ge=0, description="Worker processes normalizing spans (a second core for the GIL-bound part); 0: in threads."

@@ -85,8 +85,8 @@ class CheckpointPolicy:
     the WAL (and the restart time) without bound. 0 for both keeps DuckDB's automatic checkpoint.
     """
 
-    idle_wal_bytes: int = 16 * 1024 * 1024
-    max_wal_bytes: int = 128 * 1024 * 1024
+    idle_wal_bytes: int = 32 * 1024 * 1024
+    max_wal_bytes: int = 512 * 1024 * 1024
 
     @property
     def enabled(self) -> bool:
