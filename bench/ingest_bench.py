@@ -16,7 +16,7 @@ realistic agent spans (~700 bytes each on the wire; bench/_ingest_payloads.py). 
    the target rate, or half the measured rate when the target was not reached; p50/p99 per request.
    Meanwhile one request a second is a probe: from its 200, `GET /api/traces/{id}` is polled every
    20 ms until the trace is complete -> time from 200 to queryable.
-3. stop (SIGTERM: flush + checkpoint): peak RSS (VmHWM) of the server; then the database is opened
+3. stop (SIGTERM: flush + checkpoint): peak RSS (VmHWM) of the server and its worker processes; then the database is opened
    and every span is counted: stored == acknowledged exactly (no loss, no duplicate), and
    bytes per span = database file size / spans.
 
