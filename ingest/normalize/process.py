@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
@@ -34,6 +36,15 @@ def _init(price_file: str | None) -> None:
     from tracer.pricing import PriceTable
 
     _prices = PriceTable.load(Path(price_file) if price_file else None)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A server killed with SIGKILL never shuts its pool down, and an idle worker blocked on its call
+    queue would live on as an orphan holding ~200 MiB: exit once the parent is gone."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
 
 
 def _warm() -> None:

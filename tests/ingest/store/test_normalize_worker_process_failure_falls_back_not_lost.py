@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from ingest.normalize import spans_table
 from ingest.normalize.process import NormalizePool
 from tests.ingest.store.otlp_build import agent_run, request
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_worker_table_equals_in_process_table() -> None:
@@ -51,3 +57,43 @@ def test_killed_worker_is_replaced_and_no_acknowledged_span_is_lost(open_store) 
     with store.read() as cur:
         assert cur.execute("SELECT count(*), count(DISTINCT trace_id) FROM spans").fetchone() == (6 * 4, 6)
     assert store.stats().records_dead_lettered == 0
+
+
+_POOL_OWNER = """
+import sys, time
+from datetime import datetime
+from ingest.normalize.process import NormalizePool
+from tests.ingest.store.otlp_build import agent_run, request
+pool = NormalizePool(2, None)
+root, kids = agent_run(steps=1)
+assert pool.normalize("p", request([root, *kids]).SerializeToString(), datetime(2025, 1, 1)) is not None
+print(*pool._executor._processes, flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status  # a zombie waiting for init to reap it is gone too
+
+
+def test_workers_exit_when_their_server_is_killed() -> None:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _POOL_OWNER], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        workers = [int(pid) for pid in owner.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        owner.kill()  # SIGKILL: no pool shutdown runs
+        owner.wait(10)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in workers), "orphaned normalize workers outlived their server"
+    finally:
+        owner.kill()
+        owner.wait(10)
