@@ -102,14 +102,7 @@ def add_cost_routes(
         responses={200: {"content": {"text/csv": {}}, "description": "JSON, or CSV with format=csv"}},
     )
     def get_cost(params: Annotated[CostParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]) -> Any:
-        filters = CommonFilters(
-            projects=access.narrow(params.project),
-            since=params.since,
-            until=params.until,
-            agent=params.agent,
-            version=params.version,
-            environment=params.environment,
-        )
+        filters = params.to_filters(access)
         report = run_read(store, lambda cur: cost_report(cur, filters, params.group_by, prices), timeout_s)
         if params.format == "csv":
             filename = f"steplens-cost-by-{params.group_by}.csv"

@@ -17,7 +17,6 @@ from ingest.api.analytics_params import FailuresParams
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.overview import DEFAULT_RANGE, _align, choose_bucket
 from ingest.queries.failures import failure_clusters, first_failure_start
-from ingest.queries.filters import CommonFilters
 
 
 def add_failure_routes(
@@ -28,14 +27,7 @@ def add_failure_routes(
         params: Annotated[FailuresParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
     ) -> Failures:
         until = params.until or datetime.now(UTC).replace(tzinfo=None)
-        filters = CommonFilters(
-            projects=access.narrow(params.project),
-            since=params.since,
-            until=until,
-            agent=params.agent,
-            version=params.version,
-            environment=params.environment,
-        )
+        filters = params.to_filters(access, until=until)
 
         def query(cur: Any) -> tuple[datetime, timedelta, Any]:
             since = params.since or first_failure_start(cur, filters) or (until - DEFAULT_RANGE)

@@ -17,7 +17,6 @@ from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Aggregates, Bucket, Overview, StopReasonCount
 from ingest.api.params import OverviewParams
-from ingest.queries.filters import CommonFilters
 from ingest.queries.overview import first_run_start, overview
 
 _EPOCH = datetime(1970, 1, 1)
@@ -64,14 +63,7 @@ def add_overview_routes(
         params: Annotated[OverviewParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
     ) -> Overview:
         until = params.until or datetime.now(UTC).replace(tzinfo=None)
-        filters = CommonFilters(
-            projects=access.narrow(params.project),
-            since=params.since,
-            until=until,
-            agent=params.agent,
-            version=params.version,
-            environment=params.environment,
-        )
+        filters = params.to_filters(access, until=until)
 
         def query(cur: Any) -> tuple[datetime, timedelta, Any]:
             since = params.since or first_run_start(cur, filters) or (until - DEFAULT_RANGE)

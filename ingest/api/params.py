@@ -12,6 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
 
+from ingest.api.access import ReadAccess
+from ingest.queries.filters import CommonFilters
+
 _RELATIVE = re.compile(r"^\s*(\d{1,9})\s*(s|m|h|d|w)\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _DATETIME = TypeAdapter(datetime)
@@ -63,6 +66,18 @@ class CommonParams(BaseModel):
     agent: Text = None
     version: Text = None
     environment: Text = None
+
+    def to_filters(self, access: ReadAccess, *, until: datetime | None = None) -> CommonFilters:
+        """These filters narrowed to the projects the caller may read (the one place a `project`
+        parameter meets the key's scope); `until` replaces the parameter (e.g. "now")."""
+        return CommonFilters(
+            projects=access.narrow(self.project),
+            since=self.since,
+            until=until if until is not None else self.until,
+            agent=self.agent,
+            version=self.version,
+            environment=self.environment,
+        )
 
     @model_validator(mode="after")
     def _range(self) -> CommonParams:

@@ -21,7 +21,6 @@ from ingest.analytics.metrics import metric_by_key
 from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import CommonParams, TimeParam
-from ingest.queries.filters import CommonFilters
 
 DEFAULT_DRIFT_RANGE = timedelta(days=28)
 
@@ -75,10 +74,7 @@ def add_regression_routes(
         if params.comparison == "release" and params.version is not None:
             raise HTTPException(400, "comparison=release compares versions: use baseline_version/current_version")
         now = params.at or datetime.now(UTC).replace(tzinfo=None)
-        filters = CommonFilters(
-            projects=access.narrow(params.project), since=params.since, until=params.until, agent=params.agent,
-            version=params.version, environment=params.environment,
-        )
+        filters = params.to_filters(access)
         config = RegressionConfig(
             min_relative_change=params.min_relative_change, alpha=params.alpha, min_samples=params.min_samples,
             metrics=[m.strip() for m in params.metrics.split(",")] if params.metrics else None,

@@ -22,7 +22,6 @@ from ingest.api.replanning_models import (
     TripRow,
     VersionsRow,
 )
-from ingest.queries.filters import CommonFilters
 from ingest.queries.replanning import ReplanningRows, replanning_rows
 from tracer.conventions import ReplanVerdict
 
@@ -94,12 +93,5 @@ def add_replanning_routes(
     def get_replanning(
         params: Annotated[ReplanningParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
     ) -> Replanning:
-        filters = CommonFilters(
-            projects=access.narrow(params.project),
-            since=params.since,
-            until=params.until,
-            agent=params.agent,
-            version=params.version,
-            environment=params.environment,
-        )
+        filters = params.to_filters(access)
         return replanning_answer(run_read(store, lambda cur: replanning_rows(cur, filters), timeout_s))

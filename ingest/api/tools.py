@@ -11,7 +11,6 @@ from ingest.api.analytics_params import ToolsParams
 from ingest.api.examples import pick_examples
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.pricing import price_carry, price_table_info
-from ingest.queries.filters import CommonFilters
 from ingest.queries.tools import ToolRows, tool_rows
 from tracer.pricing import PriceTable
 
@@ -59,13 +58,6 @@ def add_tool_routes(
 ) -> None:
     @router.get("/tools", response_model=Tools, summary="Per-tool stats and cost (direct, decision, carry)")
     def get_tools(params: Annotated[ToolsParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]) -> Tools:
-        filters = CommonFilters(
-            projects=access.narrow(params.project),
-            since=params.since,
-            until=params.until,
-            agent=params.agent,
-            version=params.version,
-            environment=params.environment,
-        )
+        filters = params.to_filters(access)
         rows = run_read(store, lambda cur: tool_rows(cur, filters), timeout_s)
         return Tools(tools=tool_stats(rows, prices), price_table=price_table_info(prices))
