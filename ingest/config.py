@@ -66,7 +66,7 @@ class Settings(BaseSettings):
         2, ge=0, description="Worker processes normalizing spans (a second core for the GIL-bound part); 0: in threads."
     )
     duckdb_memory_limit: str = Field(
-        "512MB", description="DuckDB memory_limit of the server (buffer pool; spills beyond it); '' for DuckDB's default."
+        "256MB", description="DuckDB memory_limit of the server (buffer pool; spills beyond it); '' for DuckDB's default."
     )
     retention_days: int = Field(0, description="Delete spans and runs older than this many days; 0 keeps everything.")
     retention_interval_s: int = Field(3600, description="How often the retention sweep runs.")

@@ -225,7 +225,9 @@ class SpanStore:
 
     def _enqueue(self, item: LoadItem) -> PendingWrite:
         record = encode_record(item.project, item.payload or b"")
-        nbytes = len(record)
+        # The normalized table waits in memory with the record until it is loaded: count both, so
+        # queue_max_bytes bounds what a backlog really holds.
+        nbytes = len(record) + (item.table.nbytes if item.table is not None else 0)
         item.nbytes = nbytes
         retry_after = self.settings.retry_after_s
         with self._lock:

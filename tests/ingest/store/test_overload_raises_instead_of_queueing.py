@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
 from ingest.errors import Overloaded
+from ingest.normalize import spans_table
 from tests.ingest.store.otlp_build import agent_run, request
 
 
@@ -23,7 +25,9 @@ async def test_tiny_queue_overloads(open_store) -> None:
 
 async def test_queue_full_while_loader_is_busy_then_frees_up(open_store) -> None:
     root, kids = agent_run(steps=1)
-    size = len(request([root, *kids]).SerializeToString())
+    req = request([root, *kids])
+    # A queued request holds its spool record and its normalized table until loaded: both count.
+    size = len(req.SerializeToString()) + spans_table("p", req, datetime.now(UTC)).nbytes
     store = open_store(queue_max_bytes=size * 3)
     release = threading.Event()
     blocker = store.run_write(lambda conn: release.wait(10))  # hold the writer: nothing gets loaded
