@@ -290,8 +290,10 @@ def serve(
     Raises ConfigError (PortInUse included) with a message saying what to change; `ingest.cli.serve`
     turns that into a one-line error and exit code 2.
     """
+    from ingest.memory import tune_process_memory
     from ingest.store import SpanStore
 
+    tune_process_memory()
     settings = load_settings(config, host=host, port=port, grpc_port=grpc_port, db=db)
     metrics = IngestMetrics()
     store = SpanStore(settings, metrics)

@@ -33,7 +33,10 @@ _prices = None  # the worker's price table, loaded once by _init
 
 def _init(price_file: str | None) -> None:
     global _prices
+    from ingest.memory import tune_process_memory
     from tracer.pricing import PriceTable
+
+    tune_process_memory()
 
     _prices = PriceTable.load(Path(price_file) if price_file else None)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
