@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
 from email.utils import formatdate
-from typing import Any
 
 import httpx
 import pytest
@@ -15,40 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel.llm import LLMError, ResilientLLM
-from kernel.llm.openai_compat import OpenAICompatLLM, parse_retry_after, parse_tool_calls
+from kernel.llm.openai_compat import parse_retry_after, parse_tool_calls
 from kernel.types import Message
+from tests.kernel.openai_adapters import adapter
 from tests.support.fake_openai import FakeOpenAI, HttpErrorReply, RawReply, TextReply
 
 MSGS = [Message(role="user", content="hello there")]
 
 
-_OPEN: list[OpenAICompatLLM] = []
-
-
-def adapter(*args: Any, **kwargs: Any) -> OpenAICompatLLM:
-    """An adapter closed after the test, so no HTTP connection outlives it."""
-    llm = OpenAICompatLLM(*args, **kwargs)
-    _OPEN.append(llm)
-    return llm
-
-
-@pytest.fixture(autouse=True)
-async def _close_adapters() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.reset()
-    return server
 
 
 def completion(message: dict, **extra: object) -> bytes:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 
 from kernel.llm import LLMError, LLMUnavailable, ResilientLLM
-from kernel.llm.openai_compat import OpenAICompatLLM
 from kernel.types import Message, ToolCall
+from tests.kernel.openai_adapters import adapter
 from tests.support.fake_openai import (
     FakeOpenAI,
     HttpErrorReply,
@@ -33,33 +31,6 @@ TOOLS = [{"name": "get_weather", "description": "Weather by city",
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
 
 
-_OPEN: list[OpenAICompatLLM] = []
-
-
-def adapter(*args: Any, **kwargs: Any) -> OpenAICompatLLM:
-    """An adapter closed after the test, so no HTTP connection outlives it."""
-    llm = OpenAICompatLLM(*args, **kwargs)
-    _OPEN.append(llm)
-    return llm
-
-
-@pytest.fixture(autouse=True)
-async def _close_adapters() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.reset()
-    return server
 
 
 class Sleeps:
