@@ -4,7 +4,6 @@ real dispatch, real tools), with ok=False and no answer except for `finish`."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import pytest
@@ -15,43 +14,9 @@ from kernel.llm import Delayed, LLMUnavailable, ScriptedLLM
 from kernel.llm.base import AttemptRecord
 from kernel.loop_guard import LoopGuard
 from kernel.parsing import EXPECTED_FORMAT
-from kernel.tools import tool
 from kernel.types import LLMResponse, Message, RunResult, Usage
+from tests.support.scripted_runs import act, add, fail, final, hang, paid
 from tracer.conventions import ParseStatus, StepKind, StopReason
-
-
-def act(name: str, **args: object) -> str:
-    return f"Thought: I will use {name}.\nAction: {name}\nAction Input: {json.dumps(args)}"
-
-
-def final(answer: str) -> str:
-    return f"Thought: I know it.\nFinal Answer: {answer}"
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool
-async def fail(x: int) -> str:
-    """Always fails."""
-    raise RuntimeError(f"boom {x}")
-
-
-@tool(timeout_s=60)
-async def hang() -> str:
-    """Never returns in time."""
-    await asyncio.sleep(60)
-    return "late"
-
-
-@tool(price_usd=0.4)
-async def paid(q: str) -> str:
-    """A tool with a per-call price."""
-    return f"paid result for {q}"
-
 
 TOOLS = [add, fail, hang, paid]
 

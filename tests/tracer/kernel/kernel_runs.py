@@ -4,7 +4,6 @@ of an exported trace so a test can assert the EXACT tree (names, kinds, parentag
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,35 +13,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from kernel.agent import Agent
 from kernel.loop_guard import LoopGuard
 from kernel.tools import tool
+from tests.support.scripted_runs import act, add, fail, final, hang, paid  # noqa: F401 - re-exported to the traced tests
 from tracer import conventions as c
 from tracer.conventions import RiskLevel
-
-
-def act(name: str, **args: object) -> str:
-    return f"Thought: I will use {name}.\nAction: {name}\nAction Input: {json.dumps(args)}"
-
-
-def final(answer: str) -> str:
-    return f"Thought: I know it.\nFinal Answer: {answer}"
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool
-async def fail(x: int) -> str:
-    """Always fails."""
-    raise RuntimeError(f"boom {x}")
-
-
-@tool(timeout_s=60)
-async def hang() -> str:
-    """Never returns in time."""
-    await asyncio.sleep(60)
-    return "late"
 
 
 @tool(timeout_s=0.05)
@@ -50,12 +23,6 @@ async def slow() -> str:
     """Slower than its own timeout."""
     await asyncio.sleep(5)
     return "late"
-
-
-@tool(price_usd=0.4)
-async def paid(q: str) -> str:
-    """A tool with a per-call price."""
-    return f"paid result for {q}"
 
 
 @tool(side_effect=True, risk=RiskLevel.HIGH, timeout_s=5)
