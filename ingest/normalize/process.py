@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 _prices = None  # the worker's price table, loaded once by _init
 
 
-def _init(price_file: str | None) -> None:
+def _init(price_file: str | None, server_pid: int | None = None) -> None:
     global _prices
     from ingest.memory import tune_process_memory
     from tracer.pricing import PriceTable
@@ -39,7 +39,10 @@ def _init(price_file: str | None) -> None:
     tune_process_memory()
 
     _prices = PriceTable.load(Path(price_file) if price_file else None)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
+    # The server's pid comes from the server itself: a worker spawned while its server is being killed
+    # would otherwise read ppid 1 here and wait for init to exit, living on as an orphan.
+    parent = server_pid if server_pid is not None else os.getppid()
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="parent-watch", daemon=True).start()
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -75,7 +78,7 @@ class NormalizePool:
             self._processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init,
-            initargs=(self._price_file,),
+            initargs=(self._price_file, os.getpid()),
         )
         for _ in range(self._processes):
             executor.submit(_warm)
