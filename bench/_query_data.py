@@ -32,6 +32,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ingest.normalize import spans_table
 from ingest.schema import TOOL_ROLLUP_BACKFILL, TRACE_INDEX_BACKFILL
+from ingest.store import upkeep
 from ingest.store.loading import ensure_position_row, load_batch
 from ingest.store.migrate import migrate
 from ingest.store.spool import Position
@@ -154,6 +155,8 @@ def load_templates(conn: duckdb.DuckDBPyConnection, n_runs: int) -> int:
     for request in template_requests(n_runs):
         table = spans_table("bench", request, datetime.now(UTC))
         total += load_batch(conn, table, Position(0, 0), now).inserted
+    while upkeep.run_pass(conn, max_traces=10_000).remaining:  # the analytics rows, as the writer does
+        pass
     return total
 
 

@@ -40,6 +40,7 @@ from ingest.api.cost import cost_report  # noqa: E402
 from ingest.api.overview import _align, choose_bucket  # noqa: E402
 from ingest.api.tools import tool_stats  # noqa: E402
 from ingest.api.traces import load_trace  # noqa: E402
+from ingest.config import Settings  # noqa: E402
 from ingest.queries.failures import failure_clusters  # noqa: E402
 from ingest.queries.filters import CommonFilters  # noqa: E402
 from ingest.queries.overview import overview  # noqa: E402
@@ -92,7 +93,8 @@ def median_ms(fn: Callable[[int], Any], repeat: int) -> float:
 
 
 def run(path: Path, repeat: int) -> int:
-    conn = duckdb.connect(str(path), read_only=True)
+    # the server's DuckDB settings (threads, memory_limit), so the figures are what its API gets
+    conn = duckdb.connect(str(path), read_only=True, config=Settings().duckdb_config)
     cur = conn.cursor()
     total = cur.execute("SELECT count(*) FROM spans").fetchone()[0]
     runs = cur.execute("SELECT count(*) FROM runs").fetchone()[0]

@@ -480,6 +480,18 @@ FROM runs ORDER BY 1
 """
 
 
+# Traces whose analytics rows (tool_calls, tool_carry, tool_rollup, run_models, plan_spans) are behind
+# their spans: the load transaction adds one row per trace it touched, the writer's upkeep pass
+# (ingest/store/upkeep.py) recomputes those traces and deletes their rows, in one transaction. Kept
+# in DuckDB, not in memory, so a crash between the two loses no upkeep.
+UPKEEP_PENDING_DDL = """
+CREATE TABLE IF NOT EXISTS upkeep_pending (
+    project    VARCHAR   NOT NULL,
+    trace_id   VARCHAR   NOT NULL,
+    queued_at  TIMESTAMP NOT NULL   -- the load's time, which is also the runs row's updated_at
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -490,5 +502,6 @@ MIGRATIONS: list[list[str]] = [
     [APPROVALS_DDL],  # version 6: human approvals (ingest/approvals.py)
     ANALYTICS_RUN_FACTS,  # version 7: run filter facts on the analytics tables
     [TOOL_ROLLUP_DDL, TOOL_ROLLUP_BACKFILL, TRACE_INDEX_DDL, TRACE_INDEX_BACKFILL],  # version 8: rollup, trace index
+    [UPKEEP_PENDING_DDL],  # version 9: analytics upkeep out of the load transaction
 ]
 

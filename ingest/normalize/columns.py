@@ -10,7 +10,7 @@ import re
 
 import pyarrow as pa
 
-from ingest.schema import SPANS_DDL
+from ingest.schema import ANALYTICS_SPAN_COLUMNS, SPANS_DDL
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "VARCHAR": pa.string(),
@@ -23,13 +23,20 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 _COLUMN_LINE = re.compile(r"^\s+(\w+)\s+([A-Z]+)(\s+NOT NULL)?", re.MULTILINE)
+_ADDED_COLUMN = re.compile(r"ADD COLUMN IF NOT EXISTS (\w+) ([A-Z]+)$")
 
 
-def _parse_ddl(ddl: str) -> pa.Schema:
+def _parse_ddl(ddl: str, added: list[str]) -> pa.Schema:
+    """The CREATE TABLE's columns, then those later migrations ADD, in that order (DuckDB's order)."""
     fields = []
     for name, sql_type, not_null in _COLUMN_LINE.findall(ddl.split("(", 1)[1]):
         fields.append(pa.field(name, _ARROW_TYPES[sql_type], nullable=not not_null))
+    for statement in added:
+        match = _ADDED_COLUMN.search(statement)
+        if match is None:
+            raise ValueError(f"unrecognised spans migration: {statement!r}")
+        fields.append(pa.field(match.group(1), _ARROW_TYPES[match.group(2)]))
     return pa.schema(fields)
 
 
-SPANS_SCHEMA: pa.Schema = _parse_ddl(SPANS_DDL)
+SPANS_SCHEMA: pa.Schema = _parse_ddl(SPANS_DDL, ANALYTICS_SPAN_COLUMNS)

@@ -19,6 +19,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ingest.normalize.classify import operation_class
+from ingest.normalize.derived import derived_columns, json_text
 from ingest.normalize.values import (
     as_bool,
     as_count,
@@ -41,6 +42,7 @@ ROW_COLUMNS: tuple[str, ...] = (
     "tool_name", "error_type", "step_index", "stop_reason", "run_ok", "run_steps",
     "conversation_id", "user_id", "environment", "run_mode",
     "attributes", "events", "resource", "ingested_at",
+    "tool_decision", "observation_tokens", "dropped_tokens", "truncated", "error_template",
 )  # fmt: skip
 
 KIND_NAMES = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
@@ -127,18 +129,21 @@ def clean_error_type(value: str) -> str:
     return value
 
 
-def events_json(span: Span) -> tuple[str, str | None]:
-    """The events column and, for error typing, the first `exception` event's type."""
+def events_json(span: Span) -> tuple[str, str | None, str | None]:
+    """The events column and, for error typing, the first `exception` event's type and the first
+    event's `exception.message` (as text)."""
     if not span.events:
-        return "[]", None
-    exc_type = None
+        return "[]", None, None
+    exc_type = exc_message = None
     out = []
     for event in span.events:
         attrs = attributes(event.attributes)
         if exc_type is None and event.name == c.EXCEPTION_EVENT:
             exc_type = as_str(attrs.get(c.EXCEPTION_TYPE))
+        if exc_message is None:
+            exc_message = json_text(attrs.get(c.EXCEPTION_MESSAGE))
         out.append({"name": event.name, "time": iso_time(event.time_unix_nano), "attributes": attrs})
-    return to_json(out), exc_type
+    return to_json(out), exc_type, exc_message
 
 
 def _request_model_from_invocation(attrs: dict[str, Any]) -> str | None:
@@ -216,7 +221,7 @@ def span_row(
         agent_name = as_str(get(c.TRACELOOP_ENTITY_NAME))
         agent_version = agent_version or as_str(get(c.TRACELOOP_ENTITY_VERSION))
 
-    events, exc_type = events_json(span)
+    events, exc_type, exc_message = events_json(span)
     error_type = as_str(get(c.ERROR_TYPE))
     if error_type is None and code == _STATUS_ERROR:
         error_type = exc_type
@@ -224,6 +229,7 @@ def span_row(
         error_type = clean_error_type(error_type)
 
     parent = span.parent_span_id
+    status_message = status.message or None
     return (
         project,
         span.trace_id.hex(),
@@ -237,7 +243,7 @@ def span_row(
         end_ns // 1000,
         (end_ns - start_ns) / 1e6,
         status_name,
-        status.message or None,
+        status_message,
         operation,
         agent_name,
         agent_version,
@@ -263,4 +269,5 @@ def span_row(
         events,
         resource_json,
         ingested_us,
+        *derived_columns(operation, attrs, code == _STATUS_ERROR or error_type is not None, status_message, exc_message),
     )

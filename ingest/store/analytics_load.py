@@ -1,26 +1,23 @@
-"""Load-time analytics: derived span columns, LLM usage per run and model, and per-tool-call costs.
+"""Analytics upkeep: LLM usage per run and model, and per-tool-call costs, for the traces a pass touches.
 
-Why at load time: the per-tool cost split needs a tool span's siblings (the LLM calls that chose it,
+Why precomputed: the per-tool cost split needs a tool span's siblings (the LLM calls that chose it,
 its truncate span) and every later LLM call of its run. Doing that join at query time over 10M
-spans costs seconds; doing it here, only for the traces a batch touched, costs milliseconds and
-leaves the query API small GROUP BYs over `tool_calls`, `tool_carry` and `run_models`.
+spans costs seconds; doing it for the traces that got spans costs milliseconds and leaves the query
+API small GROUP BYs over `tool_calls`, `tool_carry`, `tool_rollup` and `run_models`.
 
 Why a whole trace is recomputed (not patched): spans of one trace arrive in any order and in any
 number of batches (a chat span after its tool span, the truncate span in the next export). The
-tool rows of a trace are a pure function of the trace's tool/llm/truncate/step spans, so each
-batch that brings such a span recomputes that trace's rows from the stored spans. The read is
-bounded by the trace's extent (runs.span_start/span_end) so zone maps skip the rest of the table.
+rows of a trace are a pure function of the trace's tool/llm/truncate/step spans and its run facts,
+so each pass recomputes the touched traces' rows from the stored spans. The read is bounded by the
+traces' extent (runs.span_start/span_end) so zone maps skip the rest of the table.
 
 Why `tool_rollup` is patched by deltas instead: a cell (hour x run facts x tool) sums many traces,
 so recomputing it means reading all of them. Each recomputed trace's old tool rows are subtracted
 and its new rows added (ingest/schema.py tool_rollup_rows), in the same MERGE.
 
-Why so few statements: each costs a fixed ~3-20 ms on this machine whatever its size, and the
-writer pays them in every load transaction. So one `touched` table says, per trace of the batch,
-which upkeep it needs (no tool/LLM/truncate/step span and unchanged run facts: no tool upkeep; no
-LLM span: no run_models merge), and merges are single MERGE statements.
-
-Everything runs inside the loader's transaction (ingest/store/loading.py), on the writer thread.
+When: not in the load transaction but in the writer's upkeep pass (ingest/store/upkeep.py), which
+collects the traces of many loads and recomputes each once. Each statement costs a fixed ~5-20 ms
+whatever its size; paying them once per pass instead of once per load is what keeps the loader fast.
 """
 
 from __future__ import annotations
@@ -30,32 +27,18 @@ from typing import Any
 
 import duckdb
 
-from ingest.schema import TOOL_ROLLUP_KEYS, TOOL_ROLLUP_NUMBERS, tool_rollup_rows, trace_key_sql
-from ingest.store.signature import SQL_FUNCTION
-from tracer import conventions as c
+from ingest.schema import TOOL_ROLLUP_KEYS, TOOL_ROLLUP_NUMBERS, tool_rollup_rows
 from tracer.conventions import OperationClass as Op
-
-# Tokens per character when a foreign client's tool span gives only the result text (no
-# truncate span): the usual ~4 characters per token of English text and JSON.
-CHARS_PER_TOKEN = 4.0
 
 _PARAM = re.compile(r"\$(\w+)")
 
 PARAMS: dict[str, Any] = {
-    "agent": Op.AGENT.value,
     "step": Op.STEP.value,
     "llm": Op.LLM.value,
     "tool": Op.TOOL.value,
     "truncate": Op.TRUNCATE.value,
-    "decision_path": f'$."{c.TOOL_DECISION}"',
-    "trunc_out_path": f'$."{c.TRUNCATE_OUTPUT_TOKENS}"',
-    "trunc_dropped_path": f'$."{c.TRUNCATE_DROPPED_TOKENS}"',
-    "trunc_flag_path": f'$."{c.TRUNCATE_TRUNCATED}"',
-    "result_path": f'$."{c.GEN_AI_TOOL_CALL_RESULT}"',
-    "oi_output_path": f'$."{c.OI_OUTPUT_VALUE}"',
-    "tl_output_path": f'$."{c.TRACELOOP_ENTITY_OUTPUT}"',
-    "exc_message_path": f'$[*].attributes."{c.EXCEPTION_MESSAGE}"',
-    "chars_per_token": CHARS_PER_TOKEN,
+    "plan": Op.PLAN.value,
+    "replan": Op.REPLAN.value,
 }
 
 
@@ -65,108 +48,60 @@ def execute(conn: duckdb.DuckDBPyConnection, sql: str, extra: dict[str, Any] | N
     return conn.execute(sql, {name: values[name] for name in set(_PARAM.findall(sql))})
 
 
-# Columns added to each incoming span before it is stored (ingest/schema.py ANALYTICS_SPAN_COLUMNS).
-# JSON is parsed only for the few spans that need it (CASE), once, here.
-DERIVED_SPAN_COLUMNS = f"""
-    CASE WHEN operation = $tool THEN json_extract_string(attributes, $decision_path) END AS tool_decision,
-    CASE
-        WHEN operation = $truncate THEN TRY_CAST(json_extract_string(attributes, $trunc_out_path) AS BIGINT)
-        WHEN operation = $tool THEN CAST(ceil(length(coalesce(
-            json_extract_string(attributes, $result_path),
-            json_extract_string(attributes, $oi_output_path),
-            json_extract_string(attributes, $tl_output_path))) / $chars_per_token) AS BIGINT)
-    END AS observation_tokens,
-    CASE WHEN operation = $truncate THEN TRY_CAST(json_extract_string(attributes, $trunc_dropped_path) AS BIGINT)
-        END AS dropped_tokens,
-    CASE WHEN operation = $truncate THEN TRY_CAST(json_extract_string(attributes, $trunc_flag_path) AS BOOLEAN)
-        END AS truncated,
-    CASE WHEN status = 'ERROR' OR error_type IS NOT NULL THEN {SQL_FUNCTION}(coalesce(
-            status_message,
-            list_filter(json_extract_string(events, $exc_message_path), lambda m: m IS NOT NULL)[1]))
-        END AS error_template
+# The columns of a span that any analytics row depends on (spans row `s`). Plan and replan spans keep
+# their attributes (plan_load parses them); the rest need only promoted columns.
+TRACE_SPAN_COLUMNS = """
+    s.project, s.trace_id, s.span_id, s.parent_span_id, s.operation, s.start_time, s.end_time,
+    s.duration_ms, s.status, s.error_type, s.tool_name, coalesce(s.response_model, s.model, '') AS price_model,
+    s.model, s.provider, s.cost_usd, s.input_tokens, s.output_tokens, s.tool_decision, s.observation_tokens,
+    s.dropped_tokens, s.truncated,
+    CASE WHEN s.operation IN ($plan, $replan) THEN s.attributes END AS attributes
+"""
+ANALYTICS_OPERATIONS = "s.operation IN ($tool, $llm, $truncate, $step, $plan, $replan)"
+
+# The pass's one read of the touched traces' spans: what the loads staged for traces the pass saw
+# from their first span on (`touched.fresh`), the stored spans of the others, bounded by their extent.
+TRACE_SPANS = """
+CREATE OR REPLACE TEMP TABLE trace_spans AS
+SELECT s.* FROM upkeep_spans s SEMI JOIN touched t ON t.fresh AND s.project = t.project AND s.trace_id = t.trace_id
+"""
+STORED_TRACE_SPANS = f"""
+INSERT INTO trace_spans
+SELECT {TRACE_SPAN_COLUMNS}
+FROM spans s SEMI JOIN stale t ON s.project = t.project AND s.trace_id = t.trace_id
+WHERE s.start_time BETWEEN $lo AND $hi
+  AND s.trace_id IN (SELECT trace_id FROM stale)
+  AND {ANALYTICS_OPERATIONS}
 """
 
-# ---- which traces need which upkeep -------------------------------------------------------------
-
-# One row per trace of the batch: its run facts (copied onto every analytics row of the run), whether
-# they changed, and which tables need work. A trace's tool rows depend only on its tool, LLM, truncate
-# and step spans and on the run facts; its run_models rows on its LLM spans and the facts. Batches
-# without such spans (a root alone, budget checks) skip that upkeep entirely.
-_TOUCHED = """
-CREATE OR REPLACE TEMP TABLE touched AS
-WITH n AS (
-    SELECT project, trace_id, count(*) FILTER (WHERE operation = $llm) AS llm,
-        count(*) FILTER (WHERE operation IN ($tool, $llm, $truncate, $step)) AS tool_related
-    FROM new_spans GROUP BY project, trace_id
-)
-SELECT m.project, m.trace_id, m.span_start, m.span_end, m.start_time AS run_start, m.agent, m.version,
-    m.environment, o.trace_id IS NULL AS is_new,
-    (o.trace_id IS NULL OR m.start_time IS DISTINCT FROM o.start_time OR m.agent IS DISTINCT FROM o.agent
-        OR m.version IS DISTINCT FROM o.version OR m.environment IS DISTINCT FROM o.environment) AS facts_changed,
-    m.tool_calls > 0 AND (n.tool_related > 0 OR facts_changed) AS tools,
-    n.llm > 0 AS new_models,
-    coalesce(o.llm_calls, 0) > 0 AND facts_changed AS stale_models
-FROM merged_runs m JOIN n USING (project, trace_id) LEFT JOIN old_runs o USING (project, trace_id)
+# What the pass has to do: no tool span among the touched traces means no tool rows to (re)write, etc.
+TRACE_SPAN_COUNTS = """
+SELECT count(*) FILTER (WHERE operation = $tool), count(*) FILTER (WHERE operation = $llm),
+    count(*) FILTER (WHERE operation IN ($plan, $replan))
+FROM trace_spans
 """
 
-_PLAN = """
-SELECT count(*) FILTER (WHERE is_new), count(*) FILTER (WHERE new_models),
-    min(span_start) FILTER (WHERE new_models), max(span_end) FILTER (WHERE new_models),
-    count(*) FILTER (WHERE stale_models), min(span_start) FILTER (WHERE stale_models),
-    max(span_end) FILTER (WHERE stale_models),
-    count(*) FILTER (WHERE tools), min(span_start) FILTER (WHERE tools), max(span_end) FILTER (WHERE tools)
-FROM touched
-"""
+# ---- LLM usage per (run, model) ----------------------------------------------------------------
 
-_TRACE_INDEX = f"""
-INSERT INTO trace_index
-SELECT coalesce({trace_key_sql("trace_id")}, 0), project, trace_id, span_start FROM touched WHERE is_new
-"""
-
-# ---- LLM usage per (run, model): merged by addition, like the runs row -----------------------
-
-_MERGE_MODELS = """
-MERGE INTO run_models r USING (
+_REPLACE_MODELS = [
+    """
+    DELETE FROM run_models USING stale t
+    WHERE run_models.project = t.project AND run_models.trace_id = t.trace_id
+      AND run_models.start_time BETWEEN $lo AND $hi
+    """,
+    """
+    INSERT INTO run_models BY NAME
     SELECT n.project, n.trace_id, n.model, n.provider, min(n.start_time) AS start_time, count(*) AS llm_calls,
         coalesce(sum(n.input_tokens), 0) AS input_tokens, coalesce(sum(n.output_tokens), 0) AS output_tokens,
         sum(n.cost_usd) AS cost_usd, any_value(t.run_start) AS run_start, any_value(t.agent) AS agent,
         any_value(t.version) AS version, any_value(t.environment) AS environment
-    FROM new_spans n JOIN touched t USING (project, trace_id)
-    WHERE n.operation = $llm AND t.new_models
+    FROM trace_spans n JOIN touched t USING (project, trace_id)
+    WHERE n.operation = $llm
     GROUP BY n.project, n.trace_id, n.model, n.provider
-) b
-ON r.project = b.project AND r.trace_id = b.trace_id AND r.model IS NOT DISTINCT FROM b.model
-    AND r.provider IS NOT DISTINCT FROM b.provider AND r.start_time BETWEEN $lo AND $hi
-WHEN MATCHED THEN UPDATE SET
-    start_time = least(r.start_time, b.start_time), llm_calls = r.llm_calls + b.llm_calls,
-    input_tokens = r.input_tokens + b.input_tokens, output_tokens = r.output_tokens + b.output_tokens,
-    cost_usd = CASE WHEN r.cost_usd IS NULL THEN b.cost_usd WHEN b.cost_usd IS NULL THEN r.cost_usd
-        ELSE r.cost_usd + b.cost_usd END,
-    run_start = b.run_start, agent = b.agent, version = b.version, environment = b.environment
-WHEN NOT MATCHED THEN INSERT BY NAME
-"""
-
-# The run's filter facts onto its older run_models rows (the root may arrive after the LLM calls).
-_RUN_MODELS_FACTS = """
-UPDATE run_models SET run_start = m.run_start, agent = m.agent, version = m.version, environment = m.environment
-FROM touched m
-WHERE m.stale_models AND run_models.project = m.project AND run_models.trace_id = m.trace_id
-  AND run_models.start_time BETWEEN $lo AND $hi
-"""
+    """,
+]
 
 # ---- tool calls: recomputed per touched trace -------------------------------------------------
-
-_TOOL_TRACE_SPANS = """
-CREATE OR REPLACE TEMP TABLE tool_trace_spans AS
-SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.operation, s.start_time, s.end_time,
-    s.duration_ms, s.status, s.error_type, s.tool_name, coalesce(s.response_model, s.model, '') AS price_model,
-    s.cost_usd, s.input_tokens, s.output_tokens, s.tool_decision, s.observation_tokens, s.dropped_tokens,
-    s.truncated
-FROM spans s SEMI JOIN touched t ON t.tools AND s.project = t.project AND s.trace_id = t.trace_id
-WHERE s.start_time BETWEEN $lo AND $hi
-  AND s.trace_id IN (SELECT trace_id FROM touched WHERE tools)
-  AND s.operation IN ($tool, $llm, $truncate, $step)
-"""
 
 # decision: a tool under a step span shares the cost of every LLM call (attempt) of that step with
 # the step's other tools; a tool elsewhere (foreign clients) shares the last LLM call that ended
@@ -174,17 +109,17 @@ WHERE s.start_time BETWEEN $lo AND $hi
 # observation: a truncate span belongs to the latest sibling tool span that started before it.
 _NEW_TOOL_CALLS = """
 CREATE OR REPLACE TEMP TABLE new_tool_calls AS
-WITH steps AS (SELECT project, trace_id, span_id FROM tool_trace_spans WHERE operation = $step),
+WITH steps AS (SELECT project, trace_id, span_id FROM trace_spans WHERE operation = $step),
 llm AS (
     SELECT l.project, l.trace_id, l.span_id, l.end_time, l.cost_usd, l.input_tokens, l.output_tokens,
         CASE WHEN s.span_id IS NULL THEN l.span_id ELSE l.parent_span_id END AS grp
-    FROM tool_trace_spans l
+    FROM trace_spans l
     LEFT JOIN steps s ON s.project = l.project AND s.trace_id = l.trace_id AND s.span_id = l.parent_span_id
     WHERE l.operation = $llm
 ),
 tools AS (
     SELECT t.*, s.span_id IS NOT NULL AS under_step
-    FROM tool_trace_spans t
+    FROM trace_spans t
     LEFT JOIN steps s ON s.project = t.project AND s.trace_id = t.trace_id AND s.span_id = t.parent_span_id
     WHERE t.operation = $tool
 ),
@@ -210,7 +145,7 @@ decision AS (
 ),
 truncs AS (
     SELECT tr.project, tr.trace_id, t.span_id, tr.observation_tokens, tr.dropped_tokens, tr.truncated
-    FROM (SELECT * FROM tool_trace_spans WHERE operation = $truncate) tr
+    FROM (SELECT * FROM trace_spans WHERE operation = $truncate) tr
     ASOF JOIN tools t
         ON tr.project = t.project AND tr.trace_id = t.trace_id AND tr.parent_span_id = t.parent_span_id
         AND tr.start_time >= t.start_time
@@ -230,7 +165,7 @@ SELECT t.project, t.trace_id, t.span_id, t.tool_name, t.start_time, t.end_time, 
         AS observation_source,
     o.truncated, o.dropped AS dropped_tokens
 FROM tools t
-JOIN touched r ON r.project = t.project AND r.trace_id = t.trace_id AND r.tools
+JOIN touched r ON r.project = t.project AND r.trace_id = t.trace_id
 LEFT JOIN decision d ON d.project = t.project AND d.trace_id = t.trace_id AND d.span_id = t.span_id
 LEFT JOIN obs o ON o.project = t.project AND o.trace_id = t.trace_id AND o.span_id = t.span_id
 """
@@ -243,7 +178,7 @@ WITH llm AS (
     SELECT project, trace_id, price_model, start_time,
         count(*) OVER (PARTITION BY project, trace_id, price_model ORDER BY start_time) AS upto,
         count(*) OVER (PARTITION BY project, trace_id, price_model) AS total
-    FROM tool_trace_spans WHERE operation = $llm
+    FROM trace_spans WHERE operation = $llm
 ),
 models AS (SELECT DISTINCT project, trace_id, price_model, total FROM llm),
 pairs AS (
@@ -262,26 +197,30 @@ FROM pairs p ASOF LEFT JOIN llm l
 WHERE p.total - coalesce(l.upto, 0) > 0
 """
 
-_REPLACE_TOOLS = [
+# Stale traces' (see upkeep.py) old rows go first; fresh traces have none yet.
+_DELETE_TOOLS = [
     """
-    DELETE FROM tool_calls USING touched t
-    WHERE t.tools AND tool_calls.project = t.project AND tool_calls.trace_id = t.trace_id
+    DELETE FROM tool_calls USING stale t
+    WHERE tool_calls.project = t.project AND tool_calls.trace_id = t.trace_id
       AND tool_calls.start_time BETWEEN $lo AND $hi
     """,
-    "INSERT INTO tool_calls BY NAME SELECT * FROM new_tool_calls",
     """
-    DELETE FROM tool_carry USING touched t
-    WHERE t.tools AND tool_carry.project = t.project AND tool_carry.trace_id = t.trace_id
+    DELETE FROM tool_carry USING stale t
+    WHERE tool_carry.project = t.project AND tool_carry.trace_id = t.trace_id
       AND tool_carry.start_time BETWEEN $lo AND $hi
     """,
+]
+_INSERT_TOOLS = [
+    "INSERT INTO tool_calls BY NAME SELECT * FROM new_tool_calls",
     "INSERT INTO tool_carry BY NAME SELECT * FROM new_tool_carry",
 ]
 
-# The rollup's delta: the touched traces' stored rows (about to be replaced) subtracted, their new rows
-# added; applied in one MERGE that drops cells whose last source row left. Must run before _REPLACE_TOOLS.
+# The rollup's delta: the stale traces' stored rows (about to be replaced) subtracted, the touched
+# traces' new rows added; applied in one MERGE that drops cells whose last source row left. Must run
+# before _DELETE_TOOLS.
 _OLD_ROWS = """
-SELECT x.*, {sign} AS sign FROM {table} x SEMI JOIN touched t
-    ON t.tools AND x.project = t.project AND x.trace_id = t.trace_id
+SELECT x.*, {sign} AS sign FROM {table} x SEMI JOIN stale t
+    ON x.project = t.project AND x.trace_id = t.trace_id
 WHERE x.start_time BETWEEN $lo AND $hi
 """
 _ROLLUP_DELTA = tool_rollup_rows(
@@ -302,33 +241,31 @@ WHEN MATCHED THEN UPDATE SET
 WHEN NOT MATCHED THEN INSERT BY NAME
 """
 
-_CLEANUP = ";".join(
-    f"DROP TABLE IF EXISTS {table}" for table in ("touched", "tool_trace_spans", "new_tool_calls", "new_tool_carry")
-)
+_CLEANUP = "DROP TABLE IF EXISTS new_tool_calls;DROP TABLE IF EXISTS new_tool_carry"
 
 
-def maintain(conn: duckdb.DuckDBPyConnection) -> None:
-    """Update trace_index, run_models, tool_calls, tool_carry and tool_rollup for the batch in
-    `new_spans` / `merged_runs` / `old_runs`.
+def maintain(
+    conn: duckdb.DuckDBPyConnection, stale_window: dict[str, Any] | None, tool_spans: int, llm_spans: int
+) -> None:
+    """Recompute run_models, tool_calls and tool_carry (and patch tool_rollup) for the traces in
+    `touched`, from `trace_spans`. `stale_window` bounds the start times of the rows the `stale`
+    traces already have (None: every touched trace is fresh, nothing to delete).
 
-    Call inside the load transaction after the spans are inserted and the runs rows merged. Each
-    statement costs a fixed ~5-20 ms here whatever its size, so work a batch does not need is skipped.
+    Rows are derived only from LLM and tool spans, so traces without any have none to write.
     """
-    execute(conn, _TOUCHED)
-    (new_runs, models, m_lo, m_hi, stale, s_lo, s_hi, tools, t_lo, t_hi) = conn.execute(_PLAN).fetchall()[0]
-    if new_runs:
-        conn.execute(_TRACE_INDEX)
-    if models:
-        execute(conn, _MERGE_MODELS, {"lo": m_lo, "hi": m_hi})
-    if stale:
-        execute(conn, _RUN_MODELS_FACTS, {"lo": s_lo, "hi": s_hi})
-    if tools:
-        window = {"lo": t_lo, "hi": t_hi}
-        execute(conn, _TOOL_TRACE_SPANS, window)
+    window = stale_window or {"lo": None, "hi": None}  # an empty `stale` never reads them
+    if llm_spans:
+        delete, insert = _REPLACE_MODELS
+        if stale_window is not None:
+            execute(conn, delete, window)
+        execute(conn, insert)
+    if tool_spans:
         execute(conn, _NEW_TOOL_CALLS)
         execute(conn, _NEW_TOOL_CARRY)
         execute(conn, _MERGE_ROLLUP, window)
-        for statement in _REPLACE_TOOLS:
-            execute(conn, statement, window)
-    # On failure the loader rolls back, which drops these temp tables with everything else.
-    conn.execute(_CLEANUP)
+        if stale_window is not None:
+            for statement in _DELETE_TOOLS:
+                execute(conn, statement, window)
+        for statement in _INSERT_TOOLS:
+            conn.execute(statement)
+        conn.execute(_CLEANUP)

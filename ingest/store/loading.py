@@ -1,7 +1,9 @@
 """One load transaction: dedup-insert a batch of normalized spans, merge their runs, move the spool mark.
 
 Everything here runs on the writer thread's connection inside ONE transaction, so the spans, the
-runs rows and the spool position can never disagree after a crash.
+runs rows, the trace index, the list of traces awaiting analytics upkeep (ingest/store/upkeep.py) and
+the spool position can never disagree after a crash. The derived analytics tables are not touched
+here: the upkeep pass recomputes them for many loads at once.
 
 Dedup is an anti-join, not a UNIQUE index (see ingest/schema.py for why). To keep it cheap at 10M
 rows the probe side is restricted to spans whose start_time lies within the batch's own start-time
@@ -31,8 +33,8 @@ from datetime import datetime, timedelta
 import duckdb
 import pyarrow as pa
 
-from ingest.store import analytics_load, plan_load
-from ingest.store.signature import register_sql_function
+from ingest.schema import trace_key_sql
+from ingest.store import upkeep
 from ingest.store.spool import Position
 from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, USAGE_COST_USD, OperationClass
 
@@ -56,7 +58,7 @@ SELECT
 """
 
 # Slow path, only when duplicates exist: materialize the batch's new spans, once each.
-_NEW_SPANS = f"""
+_NEW_SPANS = """
 CREATE OR REPLACE TEMP TABLE new_spans AS
 WITH batch_once AS (
     SELECT * FROM batch
@@ -67,12 +69,10 @@ probe AS (
     WHERE start_time BETWEEN $lo AND $hi
       AND trace_id IN (SELECT DISTINCT trace_id FROM batch)
 )
-SELECT b.*, {analytics_load.DERIVED_SPAN_COLUMNS} FROM batch_once b ANTI JOIN probe p
+SELECT b.* FROM batch_once b ANTI JOIN probe p
     ON p.project = b.project AND p.trace_id = b.trace_id AND p.span_id = b.span_id
 """
 
-# Fast path (no duplicates): every span of the batch, with the derived analytics columns.
-_ALL_SPANS = f"CREATE OR REPLACE TEMP TABLE new_spans AS SELECT *, {analytics_load.DERIVED_SPAN_COLUMNS} FROM batch"
 
 _BATCH_RUNS = """
 CREATE OR REPLACE TEMP TABLE batch_runs AS
@@ -233,6 +233,13 @@ _REPLACE_RUNS = [
     "INSERT INTO runs BY NAME SELECT * FROM merged_runs",
 ]
 
+# Runs seen for the first time get their trace_index row (insert-only; see ingest/schema.py).
+_TRACE_INDEX = f"""
+INSERT INTO trace_index
+SELECT coalesce({trace_key_sql("m.trace_id")}, 0), m.project, m.trace_id, m.span_start
+FROM merged_runs m ANTI JOIN old_runs o ON o.project = m.project AND o.trace_id = m.trace_id
+"""
+
 _CLEANUP = [
     "DROP TABLE IF EXISTS new_spans",
     "DROP TABLE IF EXISTS batch_runs",
@@ -285,41 +292,45 @@ def _set_position(conn: duckdb.DuckDBPyConnection, position: Position, now: date
 def load_batch(
     conn: duckdb.DuckDBPyConnection, table: pa.Table | None, position: Position, now: datetime
 ) -> LoadResult:
-    """Insert `table`'s new spans, merge runs and record `position`, atomically.
+    """Insert `table`'s new spans, merge runs, queue upkeep and record `position`, atomically.
 
     `table` has exactly SPANS_DDL's columns (or is None/empty: only the position moves, which is
     how records that normalized to nothing still advance the mark).
     """
     received = 0 if table is None else table.num_rows
-    register_sql_function(conn)  # the error-template function the derived columns call
     conn.execute("BEGIN TRANSACTION")
     try:
         inserted = 0
         if received:
-            # Copy the Arrow batch into DuckDB once (both the insert and the runs aggregate read it);
-            # the dedup window/anti-join only runs when the cheap duplicate count finds any.
+            # The Arrow batch is scanned in place; only when the cheap duplicate count finds any is
+            # a deduplicated copy materialized under the same name.
             conn.register("batch", table)
+            view = False
             try:
                 lo, hi = conn.execute("SELECT min(start_time), max(start_time) FROM batch").fetchall()[0]
                 window = {"lo": lo - DEDUP_MARGIN, "hi": hi + DEDUP_MARGIN}
                 within, stored = conn.execute(_DUPLICATES, window).fetchall()[0]
                 if within or stored:
-                    analytics_load.execute(conn, _NEW_SPANS, window)
+                    conn.execute(_NEW_SPANS, window)
                     inserted = conn.execute("SELECT count(*) FROM new_spans").fetchall()[0][0]
                 else:
-                    analytics_load.execute(conn, _ALL_SPANS)
-                    inserted = received
+                    conn.register("new_spans", table)
+                    view, inserted = True, received
+                if inserted:
+                    conn.execute("INSERT INTO spans BY NAME SELECT * FROM new_spans")
+                    conn.execute(_BATCH_RUNS, _RUN_PARAMS)
+                    conn.execute(_OLD_RUNS)
+                    conn.execute(
+                        _MERGED_RUNS, {"root_agent": ROOT_AGENT, "root_parentless": ROOT_PARENTLESS, "now": now}
+                    )
+                    for statement in _REPLACE_RUNS:
+                        conn.execute(statement)
+                    conn.execute(_TRACE_INDEX)
+                    upkeep.queue(conn, now)
             finally:
                 conn.unregister("batch")
-            if inserted:
-                conn.execute("INSERT INTO spans BY NAME SELECT * FROM new_spans")
-                conn.execute(_BATCH_RUNS, _RUN_PARAMS)
-                conn.execute(_OLD_RUNS)
-                conn.execute(_MERGED_RUNS, {"root_agent": ROOT_AGENT, "root_parentless": ROOT_PARENTLESS, "now": now})
-                for statement in _REPLACE_RUNS:
-                    conn.execute(statement)
-                analytics_load.maintain(conn)
-                plan_load.maintain(conn)
+                if view:
+                    conn.unregister("new_spans")
             for statement in _CLEANUP:
                 conn.execute(statement)
         _set_position(conn, position, now)

@@ -24,4 +24,6 @@ class StoreStats:
     last_commit_latency_s: float
     last_load_latency_s: float
     checkpoints: int = 0  # CHECKPOINTs the writer ran itself (DuckDB's automatic one is off)
+    upkeep_passes: int = 0  # analytics upkeep passes (ingest/store/upkeep.py)
+    last_upkeep_latency_s: float = 0.0
     writer_error: str | None = None  # set when DuckDB failed fatally and loading stopped

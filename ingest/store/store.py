@@ -115,9 +115,7 @@ class SpanStore:
         self._normalize = normalize
         if self._normalizer is None and s.normalize_processes > 0:
             self._pool = NormalizePool(s.normalize_processes, s.price_file)
-        # memory_limit caps DuckDB's buffer pool (it spills to disk beyond it) so RSS stays bounded
-        # as the database grows; given as config, never spliced into SQL
-        conn = duckdb.connect(str(s.db), config={"memory_limit": s.duckdb_memory_limit} if s.duckdb_memory_limit else {})
+        conn = duckdb.connect(str(s.db), config=s.duckdb_config)
         try:
             migrate(conn)
             ensure_position_row(conn, utcnow())
@@ -131,6 +129,8 @@ class SpanStore:
                 retention_chunk_rows=self._retention_chunk_rows,
                 wal_path=s.db.with_name(s.db.name + ".wal"),
                 checkpoints=CheckpointPolicy(s.checkpoint_idle_wal_bytes, s.checkpoint_max_wal_bytes),
+                upkeep_interval_s=s.upkeep_interval_s,
+                upkeep_max_traces=s.upkeep_max_traces,
             )
             replayed = writer.replay(start, first_seq=0)
             position = read_position(conn)
@@ -264,7 +264,7 @@ class SpanStore:
         self._enqueue(self._prepare(project, request)).future.result(timeout)
 
     def wait_loaded(self, timeout: float) -> bool:
-        """True once everything acknowledged before the call is queryable."""
+        """True once everything acknowledged before the call is queryable, analytics tables included."""
         return self._writer is not None and self._writer.wait_loaded(timeout)
 
     def run_write(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> Future[T]:
@@ -308,6 +308,8 @@ class SpanStore:
             last_commit_latency_s=self._last_commit_s,
             last_load_latency_s=self._last_load_s,
             checkpoints=writer.checkpoints if writer else 0,
+            upkeep_passes=writer.upkeep_passes if writer else 0,
+            last_upkeep_latency_s=writer.last_upkeep_s if writer else 0.0,
             writer_error=None if writer is None or writer.failed is None else repr(writer.failed),
             **counts,
         )

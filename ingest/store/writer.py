@@ -12,6 +12,10 @@ Failure policy (errors are data, nothing silent):
 - a fatal DuckDB error stops loading (`failed` is set, readiness goes false); acknowledged records
   stay in the spool and are replayed by the next start.
 
+Analytics upkeep (ingest/store/upkeep.py) is the writer's too: a load only records which traces it
+touched; the writer recomputes their analytics rows when it has been idle for `UPKEEP_IDLE_S`, or
+every `upkeep_interval_s` under sustained load, many loads' traces in one pass.
+
 Checkpoints are the writer's own (see `CheckpointPolicy`): DuckDB's automatic checkpoint runs inside
 whichever COMMIT pushes the WAL over its threshold, stalling that load (and the visibility of every
 span queued behind it) by 0.5-0.9 s under load. The writer turns it off and checkpoints when it has
@@ -37,6 +41,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
 
+from ingest.store import upkeep
 from ingest.store.loading import LoadResult, load_batch
 from ingest.store.retention import DEFAULT_CHUNK_ROWS, retention_chunk
 from ingest.store.spool import Position, delete_segments_before, encode_record, list_segments, read_segment
@@ -44,6 +49,10 @@ from ingest.store.spool import Position, delete_segments_before, encode_record, 
 log = logging.getLogger(__name__)
 
 Normalizer = Callable[[str, ExportTraceServiceRequest, datetime], pa.Table]
+
+# How long the writer waits with nothing queued before an upkeep pass: a pass takes 0.1-0.3 s, and
+# starting it in a gap between two requests would hold the next load (and its visibility) behind it.
+UPKEEP_IDLE_S = 0.1
 
 TRANSIENT_ERRORS = (duckdb.IOException, duckdb.OutOfMemoryException)
 FATAL_ERRORS = (duckdb.FatalException, duckdb.InternalException)
@@ -86,7 +95,7 @@ class CheckpointPolicy:
     """
 
     idle_wal_bytes: int = 32 * 1024 * 1024
-    max_wal_bytes: int = 512 * 1024 * 1024
+    max_wal_bytes: int = 128 * 1024 * 1024
 
     @property
     def enabled(self) -> bool:
@@ -119,6 +128,8 @@ class Writer:
         retention_chunk_rows: int = DEFAULT_CHUNK_ROWS,
         wal_path: Path | None = None,
         checkpoints: CheckpointPolicy | None = None,
+        upkeep_interval_s: float = 2.0,
+        upkeep_max_traces: int = 20_000,
     ) -> None:
         self._conn = conn
         self._wal_path = wal_path
@@ -145,6 +156,16 @@ class Writer:
         self._retention_active = False
         self._retention_deleted = 0
         self._deleted_before = 0
+        self._upkeep_interval = max(0.0, upkeep_interval_s)
+        self._upkeep_max_traces = max(1, upkeep_max_traces)
+        self._upkeep_needed = upkeep.pending(conn) > 0  # a crash may have left traces waiting
+        self._upkeep_next = time.monotonic()
+        self._idle_since = time.monotonic()
+        # -1: traces a previous process loaded still await upkeep, so even "nothing handed over yet"
+        # (seq 0) is not current until a pass ran
+        self._upkept_upto = -1 if self._upkeep_needed else 0
+        self.upkeep_passes = 0
+        self.last_upkeep_s = 0.0
         self.failed: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="steplens-duckdb-writer", daemon=True)
 
@@ -184,10 +205,11 @@ class Writer:
         return fut
 
     def wait_loaded(self, timeout: float) -> bool:
+        """True once everything handed over before the call is loaded AND its analytics are up to date."""
         deadline = time.monotonic() + timeout
         with self._cond:
             target = self._handed_upto
-            while self._loaded_upto < target:
+            while self._loaded_upto < target or self._upkept_upto < target:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.failed is not None:
                     return False
@@ -236,6 +258,8 @@ class Writer:
             self._load(batch)
         with self._cond:
             self._handed_upto = self._loaded_upto = max(self._loaded_upto, seq)
+            if not self._upkeep_needed:
+                self._upkept_upto = self._loaded_upto
         return count
 
     # ---- the thread ---------------------------------------------------------------------------
@@ -259,15 +283,28 @@ class Writer:
             log.exception("the DuckDB writer thread crashed")
             self._fail(exc)
 
+    def _upkeep_wait(self) -> float:
+        """Seconds until an upkeep pass is due (0: now; inf: nothing to do). Caller holds the lock."""
+        if not self._upkeep_needed or self.failed is not None:
+            return float("inf")
+        now = time.monotonic()
+        due = self._upkeep_next if self._items else min(self._upkeep_next, self._idle_since + UPKEEP_IDLE_S)
+        return max(0.0, due - now)
+
     def _loop(self) -> None:
         while True:
             with self._cond:
                 while not (
-                    self._tasks or self._closing or (self.failed is None and (self._items or self._retention_due()))
+                    self._tasks
+                    or self._closing
+                    or (self.failed is None and (self._items or self._retention_due()))
+                    or self._upkeep_wait() == 0.0
                 ):
-                    self._cond.wait(max(0.01, min(60.0, self._next_retention - time.monotonic())))
+                    wait = min(60.0, self._next_retention - time.monotonic(), self._upkeep_wait())
+                    self._cond.wait(max(0.01, wait))
                 tasks, self._tasks = self._tasks, []
                 batch = self._take_batch() if self.failed is None else []
+                upkeep_due = not batch and self._upkeep_wait() == 0.0
                 if self._closing and not batch and not tasks and (not self._items or self.failed is not None):
                     break
             for fn, fut in tasks:
@@ -275,12 +312,25 @@ class Writer:
                     fut.set_result(fn(self._conn))
                 except BaseException as exc:
                     fut.set_exception(exc)
+            upkept = False
             if batch:
                 self._load(batch)
+                with self._cond:
+                    if not self._items:
+                        self._idle_since = time.monotonic()
+                    due_anyway = self._upkeep_wait() == 0.0
+                if due_anyway and self._items:  # sustained load: the interval has passed
+                    upkept = self._upkeep()
+            elif upkeep_due:
+                upkept = self._upkeep()
             if self.failed is None and not self._closing and self._retention_due():
                 self._retention_step()
             if self.failed is None and self._checkpoints.enabled:
-                self._maybe_checkpoint()
+                # not right after an upkeep pass under load: both hold the loads, back to back they would
+                # add up (the next iteration loads first), unless the WAL is far past its cap
+                self._maybe_checkpoint(defer=upkept)
+        if self._upkeep_needed and self.failed is None:
+            self._upkeep()  # leave the analytics current at shutdown (what is left waits in the table)
         with self._cond:
             waiters, self._retention_waiters = self._retention_waiters, []
         for fut in waiters:
@@ -356,13 +406,19 @@ class Writer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _finish(self, items: list[LoadItem], result: LoadResult, started: float) -> None:
+        log.debug("loaded %d record(s), %d span(s) in %.3f s", len(items), result.received, time.monotonic() - started)
         segment = items[-1].end.segment
         if segment > self._deleted_before:
             delete_segments_before(self._spool_dir, segment)
             self._deleted_before = segment
         self._hooks.loaded(items, result, time.monotonic() - started)
         with self._cond:
+            if result.inserted and not self._upkeep_needed:
+                self._upkeep_needed = True
+                self._upkeep_next = time.monotonic() + self._upkeep_interval
             self._loaded_upto = max(self._loaded_upto, items[-1].seq)
+            if not self._upkeep_needed:
+                self._upkept_upto = self._loaded_upto
             self._cond.notify_all()
 
     def _dead_letter(self, item: LoadItem, exc: BaseException) -> None:
@@ -386,6 +442,40 @@ class Writer:
             self.failed = exc
             self._cond.notify_all()
 
+    # ---- analytics upkeep ----------------------------------------------------------------------
+
+    def _upkeep(self) -> bool:
+        """One upkeep pass; on failure the traces stay pending and the next try is an interval later.
+        True when a pass ran."""
+        with self._cond:
+            covers = self._loaded_upto  # everything loaded so far is in upkeep_pending
+        started = time.monotonic()
+        try:
+            result = upkeep.run_pass(self._conn, self._upkeep_max_traces)
+        except FATAL_ERRORS as exc:
+            self._fail(exc)
+            return True
+        except duckdb.Error as exc:
+            log.error("analytics upkeep failed, will retry in %.1f s: %s", self._upkeep_interval, exc)
+            with self._cond:
+                self._upkeep_next = time.monotonic() + self._upkeep_interval
+            return True
+        self.upkeep_passes += 1
+        self.last_upkeep_s = time.monotonic() - started
+        log.debug(
+            "upkeep pass: %d trace(s) (%d read back) in %.3f s, %d left",
+            result.traces, result.stale, self.last_upkeep_s, result.remaining,
+        )
+        with self._cond:
+            if result.remaining:
+                self._upkeep_next = time.monotonic()  # a backlog (e.g. after a replay): keep going
+            else:
+                self._upkeep_needed = False
+                self._upkept_upto = max(self._upkept_upto, covers)
+                self._upkeep_next = time.monotonic() + self._upkeep_interval
+            self._cond.notify_all()
+        return True
+
     # ---- checkpoints --------------------------------------------------------------------------
 
     def _wal_bytes(self) -> int:
@@ -394,13 +484,15 @@ class Writer:
         except FileNotFoundError:
             return 0
 
-    def _maybe_checkpoint(self) -> None:
-        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap."""
+    def _maybe_checkpoint(self, defer: bool = False) -> None:
+        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap (`defer`:
+        under load, only once it is twice the cap)."""
         policy = self._checkpoints
         wal = self._wal_bytes()
         with self._cond:
             idle = not self._items
-        due = (policy.max_wal_bytes > 0 and wal >= policy.max_wal_bytes) or (
+        cap = policy.max_wal_bytes * (2 if defer and not idle else 1)
+        due = (policy.max_wal_bytes > 0 and wal >= cap) or (
             idle and policy.idle_wal_bytes > 0 and wal >= policy.idle_wal_bytes
         )
         if not due:

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from ingest.store.signature import message_template
+from ingest.normalize.error_template import message_template
 from tests.ingest.api.analytics_runs import Chat, Run, RunEmitter, Step, Tool
 from tests.ingest.api.otlp_runs import T0
 from tracer.conventions import StopReason

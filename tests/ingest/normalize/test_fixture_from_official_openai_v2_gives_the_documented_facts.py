@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ingest.normalize import SPANS_SCHEMA, spans_table
-from ingest.schema import SPANS_DDL
+from ingest.store.migrate import migrate
 
 FIXTURE = "otel-genai-openai/traces-001.bin"
 
@@ -25,7 +25,7 @@ def con(shared_dir):
     table = spans_table("fixture", request, datetime(2026, 11, 30, tzinfo=UTC))
     assert table.schema.equals(SPANS_SCHEMA)
     connection = duckdb.connect()
-    connection.execute(SPANS_DDL)
+    migrate(connection)  # the spans table as the server has it, analytics columns included
     connection.register("batch", table)
     connection.execute("INSERT INTO spans SELECT * FROM batch")
     yield connection

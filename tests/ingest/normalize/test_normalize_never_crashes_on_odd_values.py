@@ -15,7 +15,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ingest.normalize import SPANS_SCHEMA, normalize_span, spans_table
-from ingest.schema import SPANS_DDL
+from ingest.store.migrate import migrate
 from tracer import conventions as c
 
 TRACE = bytes(range(1, 17))
@@ -108,7 +108,7 @@ def test_the_table_loads_into_duckdb_with_odd_values():
     table = spans_table("p", request_of(odd, skewed, unset_end), datetime(2026, 1, 1))
     assert table.schema.equals(SPANS_SCHEMA)
     con = duckdb.connect()
-    con.execute(SPANS_DDL)
+    migrate(con)
     con.register("batch", table)
     con.execute("INSERT INTO spans SELECT * FROM batch")
     rows = {r["name"]: r for r in con.sql("SELECT * FROM spans").to_arrow_table().to_pylist()}
@@ -127,9 +127,9 @@ def test_empty_request_gives_an_empty_table_of_the_right_shape():
     assert table.num_rows == 0 and table.schema.equals(SPANS_SCHEMA)
 
 
-def test_schema_matches_the_ddl_column_for_column():
+def test_schema_matches_the_migrated_table_column_for_column():
     con = duckdb.connect()
-    con.execute(SPANS_DDL)
+    migrate(con)
     ddl = con.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_name = 'spans' ORDER BY ordinal_position"
     )

@@ -23,6 +23,7 @@ from ingest.queries.filters import CommonFilters
 from ingest.queries.run_scope import facts_from
 from ingest.queries.tools import UNNAMED, tool_rows
 from ingest.schema import TOOL_ROLLUP_KEYS, TOOL_ROLLUP_NUMBERS, tool_rollup_rows
+from ingest.store import upkeep
 from ingest.store.loading import ensure_position_row, load_batch
 from ingest.store.migrate import migrate
 from ingest.store.spool import Position
@@ -87,8 +88,12 @@ def load(requests: list[ExportTraceServiceRequest]) -> duckdb.DuckDBPyConnection
     migrate(conn)
     now = datetime.now(UTC).replace(tzinfo=None)
     ensure_position_row(conn, now)
-    for request in requests:
+    for i, request in enumerate(requests):
         load_batch(conn, spans_table("p", request, datetime.now(UTC)), Position(0, 0), now)
+        if i % 7 == 3:  # upkeep passes between some loads, as the writer runs them, each trace's rows
+            upkeep.run_pass(conn, max_traces=5)  # recomputed several times, a few traces per pass
+    while upkeep.run_pass(conn, max_traces=1000).remaining:
+        pass
     return conn
 
 

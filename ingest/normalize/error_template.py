@@ -5,19 +5,14 @@ https://api/x/123") must land in the same cluster every time, cheaply, on the wr
 load time. Numbers, ids, hex, uuids, paths, URLs, quoted values, emails and timestamps are the
 parts that differ between occurrences of one failure; what remains is the failure's shape.
 
-The function is registered as a DuckDB scalar function on the writer connection so that the
-loader computes `spans.error_template` in the same SQL statement that builds the batch; DuckDB
-calls it only for error spans (it is wrapped in CASE), never for ordinary spans.
+The normalizer (ingest/normalize/derived.py) computes `spans.error_template` for error spans only,
+in the normalize worker processes, so the single DuckDB writer never runs Python per span.
 """
 
 from __future__ import annotations
 
 import re
 
-import duckdb
-from duckdb.sqltypes import VARCHAR
-
-SQL_FUNCTION = "steplens_message_template"
 MAX_TEMPLATE_CHARS = 240
 
 # Applied in order: quoted values and whole tokens (emails, URLs, uuids, times, paths) first, so
@@ -65,18 +60,9 @@ def message_template(message: str | None) -> str | None:
     return text or None
 
 
-def _safe_template(message: str | None) -> str | None:
-    """Never raise inside a DuckDB call: an error here would fail the whole load transaction."""
+def safe_template(message: str | None) -> str | None:
+    """`message_template` that never raises: a weird message must not fail its span's whole batch."""
     try:
         return message_template(message)
-    except Exception:  # noqa: BLE001 - a weird message must not block ingest; keep it visible
+    except Exception:  # noqa: BLE001 - keep the span; the marker says the message could not be masked
         return "<unparsable message>"
-
-
-def register_sql_function(conn: duckdb.DuckDBPyConnection) -> None:
-    """Make `steplens_message_template(VARCHAR)` available on `conn` (idempotent)."""
-    try:
-        conn.create_function(SQL_FUNCTION, _safe_template, [VARCHAR], VARCHAR)
-    except duckdb.NotImplementedException as exc:  # already registered on this connection
-        if "already created" not in str(exc):
-            raise
