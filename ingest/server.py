@@ -295,6 +295,7 @@ def serve(
 
     tune_process_memory()
     settings = load_settings(config, host=host, port=port, grpc_port=grpc_port, db=db)
+    logging.getLogger("ingest").setLevel(settings.log_level.upper())
     metrics = IngestMetrics()
     store = SpanStore(settings, metrics)
     routers = query_routers(settings, store)

@@ -84,18 +84,30 @@ class LoadItem:
         return self.payload if self.payload is not None else self.parsed().SerializeToString()
 
 
+# DuckDB's row group (rows): the unit its checkpoint compresses and writes.
+ROW_GROUP_ROWS = 122_880
+
+
 @dataclass(frozen=True)
 class CheckpointPolicy:
     """When the writer checkpoints (DuckDB's automatic checkpoint is disabled while it runs).
 
     `idle_wal_bytes`: checkpoint once nothing is queued and the WAL is at least this big (small
     enough that a restart replays little, big enough that a trickle of spans does not checkpoint on
-    every load). `max_wal_bytes`: checkpoint even with work queued, so sustained load cannot grow
-    the WAL (and the restart time) without bound. 0 for both keeps DuckDB's automatic checkpoint.
+    every load). Under load: once `rows` spans were stored since the last checkpoint, or the WAL
+    reached `max_wal_bytes` (a cap on memory and restart time whatever the span size).
+
+    Why rows: a checkpoint writes the spans table's new rows in row groups; a partly filled row
+    group written by one checkpoint is read back and rewritten by the next. Measured on 2 cores
+    (docs/benchmarks.md), checkpoints every half row group alternate 0.12 s and 1.4 s, and every
+    quarter reach 1.7 s, while one per full row group takes a steady ~0.5 s: every load waits for a
+    checkpoint, so the longest one is what limits how soon a span is queryable.
+    0 for both byte limits keeps DuckDB's automatic checkpoint.
     """
 
     idle_wal_bytes: int = 32 * 1024 * 1024
-    max_wal_bytes: int = 128 * 1024 * 1024
+    max_wal_bytes: int = 256 * 1024 * 1024
+    rows: int = ROW_GROUP_ROWS
 
     @property
     def enabled(self) -> bool:
@@ -129,7 +141,7 @@ class Writer:
         wal_path: Path | None = None,
         checkpoints: CheckpointPolicy | None = None,
         upkeep_interval_s: float = 2.0,
-        upkeep_max_traces: int = 20_000,
+        upkeep_max_traces: int = 50_000,
     ) -> None:
         self._conn = conn
         self._wal_path = wal_path
@@ -138,6 +150,7 @@ class Writer:
             # the largest threshold DuckDB accepts in practice; the writer checkpoints itself
             conn.execute("SET checkpoint_threshold = '1TB'")
         self.checkpoints = 0
+        self._rows_since_checkpoint = 0
         self._normalize = normalize
         self._spool_dir = spool_dir
         self._hooks = hooks
@@ -312,7 +325,6 @@ class Writer:
                     fut.set_result(fn(self._conn))
                 except BaseException as exc:
                     fut.set_exception(exc)
-            upkept = False
             if batch:
                 self._load(batch)
                 with self._cond:
@@ -320,15 +332,13 @@ class Writer:
                         self._idle_since = time.monotonic()
                     due_anyway = self._upkeep_wait() == 0.0
                 if due_anyway and self._items:  # sustained load: the interval has passed
-                    upkept = self._upkeep()
+                    self._upkeep()
             elif upkeep_due:
-                upkept = self._upkeep()
+                self._upkeep()
             if self.failed is None and not self._closing and self._retention_due():
                 self._retention_step()
             if self.failed is None and self._checkpoints.enabled:
-                # not right after an upkeep pass under load: both hold the loads, back to back they would
-                # add up (the next iteration loads first), unless the WAL is far past its cap
-                self._maybe_checkpoint(defer=upkept)
+                self._maybe_checkpoint()
         if self._upkeep_needed and self.failed is None:
             self._upkeep()  # leave the analytics current at shutdown (what is left waits in the table)
         with self._cond:
@@ -412,6 +422,7 @@ class Writer:
             delete_segments_before(self._spool_dir, segment)
             self._deleted_before = segment
         self._hooks.loaded(items, result, time.monotonic() - started)
+        self._rows_since_checkpoint += result.inserted
         with self._cond:
             if result.inserted and not self._upkeep_needed:
                 self._upkeep_needed = True
@@ -444,9 +455,8 @@ class Writer:
 
     # ---- analytics upkeep ----------------------------------------------------------------------
 
-    def _upkeep(self) -> bool:
-        """One upkeep pass; on failure the traces stay pending and the next try is an interval later.
-        True when a pass ran."""
+    def _upkeep(self) -> None:
+        """One upkeep pass; on failure the traces stay pending and the next try is an interval later."""
         with self._cond:
             covers = self._loaded_upto  # everything loaded so far is in upkeep_pending
         started = time.monotonic()
@@ -454,12 +464,12 @@ class Writer:
             result = upkeep.run_pass(self._conn, self._upkeep_max_traces)
         except FATAL_ERRORS as exc:
             self._fail(exc)
-            return True
+            return
         except duckdb.Error as exc:
             log.error("analytics upkeep failed, will retry in %.1f s: %s", self._upkeep_interval, exc)
             with self._cond:
                 self._upkeep_next = time.monotonic() + self._upkeep_interval
-            return True
+            return
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
         log.debug(
@@ -467,14 +477,12 @@ class Writer:
             result.traces, result.stale, self.last_upkeep_s, result.remaining,
         )
         with self._cond:
-            if result.remaining:
-                self._upkeep_next = time.monotonic()  # a backlog (e.g. after a replay): keep going
-            else:
+            # a backlog left (e.g. after a replay) goes on at once while idle, an interval later under load
+            self._upkeep_next = time.monotonic() + self._upkeep_interval
+            if not result.remaining:
                 self._upkeep_needed = False
                 self._upkept_upto = max(self._upkept_upto, covers)
-                self._upkeep_next = time.monotonic() + self._upkeep_interval
             self._cond.notify_all()
-        return True
 
     # ---- checkpoints --------------------------------------------------------------------------
 
@@ -484,16 +492,16 @@ class Writer:
         except FileNotFoundError:
             return 0
 
-    def _maybe_checkpoint(self, defer: bool = False) -> None:
-        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap (`defer`:
-        under load, only once it is twice the cap)."""
+    def _maybe_checkpoint(self) -> None:
+        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap."""
         policy = self._checkpoints
         wal = self._wal_bytes()
         with self._cond:
             idle = not self._items
-        cap = policy.max_wal_bytes * (2 if defer and not idle else 1)
-        due = (policy.max_wal_bytes > 0 and wal >= cap) or (
-            idle and policy.idle_wal_bytes > 0 and wal >= policy.idle_wal_bytes
+        due = (
+            (policy.max_wal_bytes > 0 and wal >= policy.max_wal_bytes)
+            or (policy.rows > 0 and self._rows_since_checkpoint >= policy.rows)
+            or (idle and policy.idle_wal_bytes > 0 and wal >= policy.idle_wal_bytes)
         )
         if not due:
             return
@@ -507,7 +515,11 @@ class Writer:
             log.error("checkpoint of a %d-byte WAL failed, will retry: %s", wal, exc)
             return
         self.checkpoints += 1
-        log.debug("checkpointed a %d-byte WAL in %.2f s (idle=%s)", wal, time.monotonic() - started, idle)
+        log.debug(
+            "checkpointed a %d-byte WAL, %d new spans, in %.2f s (idle=%s)",
+            wal, self._rows_since_checkpoint, time.monotonic() - started, idle,
+        )
+        self._rows_since_checkpoint = 0
 
     # ---- retention --------------------------------------------------------------------------
 
