@@ -19,7 +19,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -30,6 +29,7 @@ from bench._ingest_payloads import PayloadFactory  # noqa: E402
 from ingest.config import Settings  # noqa: E402
 from ingest.normalize import spans_table  # noqa: E402
 from ingest.store import upkeep  # noqa: E402
+from ingest.store.database import open_database  # noqa: E402
 from ingest.store.loading import ensure_position_row, load_batch  # noqa: E402
 from ingest.store.migrate import migrate  # noqa: E402
 from ingest.store.spool import Position  # noqa: E402
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     per_span("normalize (spans_table)", time.perf_counter() - t)
 
     with tempfile.TemporaryDirectory() as tmp:
-        conn = duckdb.connect(str(Path(tmp) / "p.duckdb"), config=Settings().duckdb_config)
+        conn = open_database(Path(tmp) / "p.duckdb")
         migrate(conn)
         ensure_position_row(conn, now)
         t = time.perf_counter()

@@ -33,18 +33,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import duckdb  # noqa: E402
 
 from bench._query_data import load_templates, replicate  # noqa: E402
 from ingest.api.cost import cost_report  # noqa: E402
 from ingest.api.overview import _align, choose_bucket  # noqa: E402
 from ingest.api.tools import tool_stats  # noqa: E402
 from ingest.api.traces import load_trace  # noqa: E402
-from ingest.config import Settings  # noqa: E402
 from ingest.queries.failures import failure_clusters  # noqa: E402
 from ingest.queries.filters import CommonFilters  # noqa: E402
 from ingest.queries.overview import overview  # noqa: E402
 from ingest.queries.tools import tool_rows  # noqa: E402
+from ingest.store.database import cursor, open_database  # noqa: E402
 from ingest.store.migrate import current_version, migrate  # noqa: E402
 from tracer.pricing import default_table  # noqa: E402
 
@@ -55,7 +54,7 @@ TARGET_TRACE_MS = 25.0
 
 
 def build(path: Path, spans: int) -> None:
-    conn = duckdb.connect(str(path))
+    conn = open_database(path)  # as the server writes it (row group size included)
     try:
         t0 = time.perf_counter()
         template_spans = load_templates(conn, TEMPLATE_RUNS)
@@ -70,7 +69,7 @@ def build(path: Path, spans: int) -> None:
 
 def upgrade(path: Path) -> None:
     """Bring a reused store to the current schema (e.g. build migration 8's rollup and trace index)."""
-    conn = duckdb.connect(str(path))
+    conn = open_database(path)
     try:
         before = current_version(conn)
         after = migrate(conn)
@@ -94,8 +93,8 @@ def median_ms(fn: Callable[[int], Any], repeat: int) -> float:
 
 def run(path: Path, repeat: int) -> int:
     # the server's DuckDB settings (threads, memory_limit), so the figures are what its API gets
-    conn = duckdb.connect(str(path), read_only=True, config=Settings().duckdb_config)
-    cur = conn.cursor()
+    conn = open_database(path, read_only=True)
+    cur = cursor(conn)
     total = cur.execute("SELECT count(*) FROM spans").fetchone()[0]
     runs = cur.execute("SELECT count(*) FROM runs").fetchone()[0]
     until = cur.execute("SELECT max(start_time) FROM runs").fetchone()[0]

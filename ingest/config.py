@@ -73,7 +73,7 @@ class Settings(BaseSettings):
         256 * MIB,
         ge=0,
         description="Writer checkpoints even under load once the WAL reaches this size (it otherwise checkpoints "
-        "under load once per DuckDB row group of new spans, the cheapest cadence).",
+        "under load once per duckdb_row_group_size new spans, the cheapest cadence).",
     )
     normalize_processes: int = Field(
         2, ge=0, description="Worker processes normalizing spans (a second core for the GIL-bound part); 0: in threads."
@@ -83,6 +83,12 @@ class Settings(BaseSettings):
         ge=0,
         description="DuckDB worker threads of the server; 0: one fewer than the CPUs (at least 1), leaving a core "
         "to the receiver and normalize workers, which also need it under load.",
+    )
+    duckdb_row_group_size: int = Field(
+        30_720,
+        ge=2048,
+        description="Rows per DuckDB row group the server writes (DuckDB's default 122880 makes checkpoints "
+        "under load spike to seconds; see ingest/store/database.py).",
     )
     duckdb_memory_limit: str = Field(
         "256MB", description="DuckDB memory_limit of the server (buffer pool; spills beyond it); '' for DuckDB's default."

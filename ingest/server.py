@@ -167,7 +167,10 @@ def _decode_and_validate(
     if data is not raw:
         reservation.take(len(data))
     if fmt is BodyFormat.PROTOBUF:
-        return validate_request(parse_protobuf(data))
+        result = validate_request(parse_protobuf(data))
+        if not result.rejections:
+            result.payload = data
+        return result
     decoded = parse_json(data)
     return validate_request(decoded.request, decoded.rejections)
 

@@ -30,8 +30,6 @@ log = logging.getLogger(__name__)
 
 _prices = None  # the worker's price table, loaded once by _init
 
-WORKER_NICENESS = 10
-
 
 def _init(price_file: str | None, server_pid: int | None = None) -> None:
     global _prices
@@ -39,10 +37,6 @@ def _init(price_file: str | None, server_pid: int | None = None) -> None:
     from tracer.pricing import PriceTable
 
     tune_process_memory()
-    # Below the server in CPU priority: when the cores are saturated, the DuckDB writer (whose
-    # loads and checkpoints decide how soon an acknowledged span is queryable) runs first, and
-    # intake slows instead (acks take longer, which is the backpressure clients see).
-    os.nice(WORKER_NICENESS)
 
     _prices = PriceTable.load(Path(price_file) if price_file else None)
     # The server's pid comes from the server itself: a worker spawned while its server is being killed

@@ -28,7 +28,9 @@ class SpanSink(Protocol):
 
     def ready(self) -> bool: ...
 
-    async def submit(self, project: str, request: ExportTraceServiceRequest) -> None: ...
+    async def submit(
+        self, project: str, request: ExportTraceServiceRequest, payload: bytes | None = None
+    ) -> None: ...
 
 
 async def export_validated(
@@ -43,7 +45,7 @@ async def export_validated(
         metrics.spans_rejected.labels(reason=reason.value).inc(n)
     if result.accepted:
         try:
-            await store.submit(project, result.request)
+            await store.submit(project, result.request, result.payload)
         except IngestError as exc:
             metrics.spans_rejected.labels(reason=exc.reason).inc(result.accepted)
             raise

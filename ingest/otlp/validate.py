@@ -44,6 +44,9 @@ class ValidationResult:
     request: ExportTraceServiceRequest
     accepted: int
     rejections: list[Rejection] = field(default_factory=list)
+    # The request's protobuf bytes when the body was protobuf and nothing was removed: the store
+    # spools and normalizes these instead of serializing the request again.
+    payload: bytes | None = None
 
     @property
     def rejected(self) -> int:

@@ -27,7 +27,9 @@ from ingest.config import Settings
 from ingest.errors import Overloaded
 from ingest.metrics import IngestMetrics
 from ingest.normalize.process import NormalizePool
+from ingest.store import database
 from ingest.store.committer import CommitterClosed, GroupCommitter, PendingWrite
+from ingest.store.database import open_database
 from ingest.store.loading import LoadResult, ensure_position_row, read_position
 from ingest.store.migrate import migrate
 from ingest.store.reader import timed_cursor
@@ -115,7 +117,7 @@ class SpanStore:
         self._normalize = normalize
         if self._normalizer is None and s.normalize_processes > 0:
             self._pool = NormalizePool(s.normalize_processes, s.price_file)
-        conn = duckdb.connect(str(s.db), config=s.duckdb_config)
+        conn = open_database(s.db, s)
         try:
             migrate(conn)
             ensure_position_row(conn, utcnow())
@@ -128,7 +130,9 @@ class SpanStore:
                 retention_interval_s=s.retention_interval_s,
                 retention_chunk_rows=self._retention_chunk_rows,
                 wal_path=s.db.with_name(s.db.name + ".wal"),
-                checkpoints=CheckpointPolicy(s.checkpoint_idle_wal_bytes, s.checkpoint_max_wal_bytes),
+                checkpoints=CheckpointPolicy(
+                    s.checkpoint_idle_wal_bytes, s.checkpoint_max_wal_bytes, rows=s.duckdb_row_group_size
+                ),
                 upkeep_interval_s=s.upkeep_interval_s,
                 upkeep_max_traces=s.upkeep_max_traces,
             )
@@ -153,7 +157,7 @@ class SpanStore:
             on_commit=self._on_commit,
         )
         self._conn, self._writer, self._committer = conn, writer, committer
-        self._read_parent = conn.cursor()
+        self._read_parent = database.cursor(conn)
         writer.start()
         committer.start()
         with self._lock:
@@ -189,7 +193,7 @@ class SpanStore:
 
     # ---- writes -----------------------------------------------------------------------------
 
-    def _prepare(self, project: str, request: ExportTraceServiceRequest) -> LoadItem:
+    def _prepare(self, project: str, request: ExportTraceServiceRequest, payload: bytes | None = None) -> LoadItem:
         """The CPU-heavy part of a write (serialize, normalize), done by the caller's thread before the
         ack: many requests normalize in parallel with the writer's DuckDB work instead of after it.
         With worker processes (`normalize_processes`) the normalization runs there, on another core,
@@ -198,7 +202,8 @@ class SpanStore:
         A normalizer failure is not the client's error: the item goes on without a table and the
         writer retries and dead-letters it, exactly as for a replayed record.
         """
-        payload = request.SerializeToString()
+        if payload is None:
+            payload = request.SerializeToString()
         table = None
         if self._pool is not None:
             table = self._pool.normalize(project, payload, utcnow())  # None: normalize here instead
@@ -251,10 +256,13 @@ class SpanStore:
         self.metrics.queue_bytes.inc(nbytes)
         return write
 
-    async def submit(self, project: str, request: ExportTraceServiceRequest) -> None:
-        """Return once the request is durable (fsynced to the spool). Raises Overloaded when full."""
+    async def submit(self, project: str, request: ExportTraceServiceRequest, payload: bytes | None = None) -> None:
+        """Return once the request is durable (fsynced to the spool). Raises Overloaded when full.
+
+        `payload`: the request's protobuf bytes when the caller has them (saves serializing it again).
+        """
         self._check_room()
-        item = await asyncio.to_thread(self._prepare, project, request)  # CPU off the event loop
+        item = await asyncio.to_thread(self._prepare, project, request, payload)  # CPU off the event loop
         write = self._enqueue(item)
         await asyncio.wrap_future(write.future)
 
@@ -290,7 +298,7 @@ class SpanStore:
         if self._read_parent is None:
             raise RuntimeError("the span store is not started")
         with self._read_lock:
-            cursor = self._read_parent.cursor()
+            cursor = database.cursor(self._read_parent)
         with timed_cursor(cursor, self.settings.query_timeout_s) as cur:
             yield cur
 

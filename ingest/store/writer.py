@@ -84,10 +84,6 @@ class LoadItem:
         return self.payload if self.payload is not None else self.parsed().SerializeToString()
 
 
-# DuckDB's row group (rows): the unit its checkpoint compresses and writes.
-ROW_GROUP_ROWS = 122_880
-
-
 @dataclass(frozen=True)
 class CheckpointPolicy:
     """When the writer checkpoints (DuckDB's automatic checkpoint is disabled while it runs).
@@ -97,17 +93,16 @@ class CheckpointPolicy:
     every load). Under load: once `rows` spans were stored since the last checkpoint, or the WAL
     reached `max_wal_bytes` (a cap on memory and restart time whatever the span size).
 
-    Why rows: a checkpoint writes the spans table's new rows in row groups; a partly filled row
-    group written by one checkpoint is read back and rewritten by the next. Measured on 2 cores
-    (docs/benchmarks.md), checkpoints every half row group alternate 0.12 s and 1.4 s, and every
-    quarter reach 1.7 s, while one per full row group takes a steady ~0.5 s: every load waits for a
-    checkpoint, so the longest one is what limits how soon a span is queryable.
-    0 for both byte limits keeps DuckDB's automatic checkpoint.
+    Why rows: a checkpoint writes the spans table's new rows in row groups, and a partly filled row
+    group written by one checkpoint is read back and rewritten by the next; checkpointing once per
+    row group of new spans (the server's row groups are small, ingest/store/database.py) writes
+    each row group once. Every load waits for a checkpoint, so the longest one is what limits how
+    soon a span is queryable. 0 for both byte limits keeps DuckDB's automatic checkpoint.
     """
 
     idle_wal_bytes: int = 32 * 1024 * 1024
     max_wal_bytes: int = 256 * 1024 * 1024
-    rows: int = ROW_GROUP_ROWS
+    rows: int = 30_720
 
     @property
     def enabled(self) -> bool:
