@@ -23,6 +23,7 @@ from pydantic_settings import (
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
 
 Scope = Literal["ingest", "read", "admin"]
+DUCKDB_VECTOR_SIZE = 2048
 
 MIB = 1024 * 1024
 
@@ -85,9 +86,9 @@ class Settings(BaseSettings):
         "to the receiver and normalize workers, which also need it under load.",
     )
     duckdb_row_group_size: int = Field(
-        30_720,
-        ge=2048,
-        description="Rows per DuckDB row group the server writes (DuckDB's default 122880 makes checkpoints "
+        16_384,
+        ge=DUCKDB_VECTOR_SIZE,
+        description="Rows per DuckDB row group (a multiple of 2048) the server writes (DuckDB's default 122880 makes checkpoints "
         "under load spike to seconds; see ingest/store/database.py).",
     )
     duckdb_memory_limit: str = Field(
@@ -104,6 +105,15 @@ class Settings(BaseSettings):
     alert_channels: list[AlertChannelConfig] = Field(
         default_factory=list, description="Alert channels (`[[alert_channels]]`): webhooks; `log` always exists."
     )
+
+    @model_validator(mode="after")
+    def _row_group_size(self) -> Settings:
+        if self.duckdb_row_group_size % DUCKDB_VECTOR_SIZE:
+            raise ValueError(
+                f"duckdb_row_group_size must be a multiple of {DUCKDB_VECTOR_SIZE} (DuckDB's vector size), "
+                f"got {self.duckdb_row_group_size}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _alert_rules(self) -> Settings:

@@ -102,7 +102,7 @@ class CheckpointPolicy:
 
     idle_wal_bytes: int = 32 * 1024 * 1024
     max_wal_bytes: int = 256 * 1024 * 1024
-    rows: int = 30_720
+    rows: int = 16_384
 
     @property
     def enabled(self) -> bool:
@@ -320,6 +320,7 @@ class Writer:
                     fut.set_result(fn(self._conn))
                 except BaseException as exc:
                     fut.set_exception(exc)
+            upkept = False
             if batch:
                 self._load(batch)
                 with self._cond:
@@ -327,12 +328,16 @@ class Writer:
                         self._idle_since = time.monotonic()
                     due_anyway = self._upkeep_wait() == 0.0
                 if due_anyway and self._items:  # sustained load: the interval has passed
-                    self._upkeep()
+                    upkept = self._upkeep()
             elif upkeep_due:
-                self._upkeep()
+                upkept = self._upkeep()
             if self.failed is None and not self._closing and self._retention_due():
                 self._retention_step()
-            if self.failed is None and self._checkpoints.enabled:
+            with self._cond:
+                waiting = bool(self._items)
+            # One pause per load while spans wait: an upkeep pass and a checkpoint back to back would
+            # add up in the visibility of everything queued; the checkpoint goes after the next load.
+            if self.failed is None and self._checkpoints.enabled and not (upkept and waiting):
                 self._maybe_checkpoint()
         if self._upkeep_needed and self.failed is None:
             self._upkeep()  # leave the analytics current at shutdown (what is left waits in the table)
@@ -450,8 +455,9 @@ class Writer:
 
     # ---- analytics upkeep ----------------------------------------------------------------------
 
-    def _upkeep(self) -> None:
-        """One upkeep pass; on failure the traces stay pending and the next try is an interval later."""
+    def _upkeep(self) -> bool:
+        """One upkeep pass; on failure the traces stay pending and the next try is an interval later.
+        True once it ran (or failed trying)."""
         with self._cond:
             covers = self._loaded_upto  # everything loaded so far is in upkeep_pending
         started = time.monotonic()
@@ -459,12 +465,12 @@ class Writer:
             result = upkeep.run_pass(self._conn, self._upkeep_max_traces)
         except FATAL_ERRORS as exc:
             self._fail(exc)
-            return
+            return True
         except duckdb.Error as exc:
             log.error("analytics upkeep failed, will retry in %.1f s: %s", self._upkeep_interval, exc)
             with self._cond:
                 self._upkeep_next = time.monotonic() + self._upkeep_interval
-            return
+            return True
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
         log.debug(
@@ -478,6 +484,7 @@ class Writer:
                 self._upkeep_needed = False
                 self._upkept_upto = max(self._upkept_upto, covers)
             self._cond.notify_all()
+        return True
 
     # ---- checkpoints --------------------------------------------------------------------------
 
