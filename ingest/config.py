@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     commit_interval_ms: int = Field(20, description="Group-commit window: requests arriving within it share one fsync.")
     load_batch_spans: int = Field(50_000, description="Most spans the loader writes to DuckDB in one transaction.")
     upkeep_interval_s: float = Field(
-        2.0,
+        1.0,
         gt=0,
         description="Under sustained load, most seconds between analytics upkeep passes (tool costs, model usage, "
         "replanning lag spans by about this much; none once the writer is idle).",

@@ -135,7 +135,7 @@ class Writer:
         retention_chunk_rows: int = DEFAULT_CHUNK_ROWS,
         wal_path: Path | None = None,
         checkpoints: CheckpointPolicy | None = None,
-        upkeep_interval_s: float = 2.0,
+        upkeep_interval_s: float = 1.0,
         upkeep_max_traces: int = 50_000,
     ) -> None:
         self._conn = conn
