@@ -328,9 +328,11 @@ class Writer:
                         self._idle_since = time.monotonic()
                     due_anyway = self._upkeep_wait() == 0.0
                 if due_anyway and self._items:  # sustained load: the interval has passed
-                    upkept = self._upkeep()
+                    self._upkeep()
+                    upkept = True
             elif upkeep_due:
-                upkept = self._upkeep()
+                self._upkeep()
+                upkept = True
             if self.failed is None and not self._closing and self._retention_due():
                 self._retention_step()
             with self._cond:
@@ -455,9 +457,8 @@ class Writer:
 
     # ---- analytics upkeep ----------------------------------------------------------------------
 
-    def _upkeep(self) -> bool:
-        """One upkeep pass; on failure the traces stay pending and the next try is an interval later.
-        True once it ran (or failed trying)."""
+    def _upkeep(self) -> None:
+        """One upkeep pass; on failure the traces stay pending and the next try is an interval later."""
         with self._cond:
             covers = self._loaded_upto  # everything loaded so far is in upkeep_pending
         started = time.monotonic()
@@ -465,12 +466,12 @@ class Writer:
             result = upkeep.run_pass(self._conn, self._upkeep_max_traces)
         except FATAL_ERRORS as exc:
             self._fail(exc)
-            return True
+            return
         except duckdb.Error as exc:
             log.error("analytics upkeep failed, will retry in %.1f s: %s", self._upkeep_interval, exc)
             with self._cond:
                 self._upkeep_next = time.monotonic() + self._upkeep_interval
-            return True
+            return
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
         log.debug(
@@ -484,7 +485,6 @@ class Writer:
                 self._upkeep_needed = False
                 self._upkept_upto = max(self._upkept_upto, covers)
             self._cond.notify_all()
-        return True
 
     # ---- checkpoints --------------------------------------------------------------------------
 
