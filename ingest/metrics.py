@@ -47,3 +47,14 @@ class IngestMetrics:
         self.load_seconds = Histogram(
             "steplens_load_seconds", "Latency of one DuckDB load transaction.", registry=r
         )
+        self.upkeep_seconds = Histogram(
+            "steplens_upkeep_seconds",
+            "Latency of one analytics upkeep pass (tool costs, model usage, replanning rows).",
+            registry=r,
+        )
+        self.upkeep_traces = Counter(
+            "steplens_upkeep_traces", "Traces whose analytics rows an upkeep pass recomputed.", registry=r
+        )
+        self.checkpoint_seconds = Histogram(
+            "steplens_checkpoint_seconds", "Latency of one DuckDB checkpoint run by the writer.", registry=r
+        )

@@ -124,7 +124,13 @@ class SpanStore:
             start = read_position(conn)
             writer = Writer(
                 conn, normalize, spool,
-                WriterHooks(loaded=self._on_loaded, dead_lettered=self._on_dead_letter, retention=self._on_retention),
+                WriterHooks(
+                    loaded=self._on_loaded,
+                    dead_lettered=self._on_dead_letter,
+                    retention=self._on_retention,
+                    upkept=self._on_upkeep,
+                    checkpointed=self.metrics.checkpoint_seconds.observe,
+                ),
                 load_batch_spans=s.load_batch_spans,
                 retention_days=s.retention_days,
                 retention_interval_s=s.retention_interval_s,
@@ -367,6 +373,10 @@ class SpanStore:
         with self._lock:
             self._counts["records_dead_lettered"] += 1
             self._counts["spans_dead_lettered"] += item.nspans
+
+    def _on_upkeep(self, traces: int, seconds: float) -> None:
+        self.metrics.upkeep_traces.inc(traces)
+        self.metrics.upkeep_seconds.observe(seconds)
 
     def _on_retention(self, spans: int, runs: int) -> None:
         self.metrics.spans_expired.inc(spans)

@@ -116,6 +116,8 @@ class WriterHooks:
     loaded: Callable[[list[LoadItem], LoadResult, float], None]
     dead_lettered: Callable[[LoadItem, BaseException], None]
     retention: Callable[[int, int], None]
+    upkept: Callable[[int, float], None] | None = None  # (traces recomputed, seconds)
+    checkpointed: Callable[[float], None] | None = None  # (seconds)
 
 
 def utcnow() -> datetime:
@@ -474,6 +476,8 @@ class Writer:
             return
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
+        if self._hooks.upkept is not None:
+            self._hooks.upkept(result.traces, self.last_upkeep_s)
         log.debug(
             "upkeep pass: %d trace(s) (%d read back) in %.3f s, %d left",
             result.traces, result.stale, self.last_upkeep_s, result.remaining,
@@ -517,6 +521,8 @@ class Writer:
             log.error("checkpoint of a %d-byte WAL failed, will retry: %s", wal, exc)
             return
         self.checkpoints += 1
+        if self._hooks.checkpointed is not None:
+            self._hooks.checkpointed(time.monotonic() - started)
         log.debug(
             "checkpointed a %d-byte WAL, %d new spans, in %.2f s (idle=%s)",
             wal, self._rows_since_checkpoint, time.monotonic() - started, idle,

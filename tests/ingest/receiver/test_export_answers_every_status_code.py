@@ -74,6 +74,8 @@ def test_invalid_spans_come_back_in_partial_success_and_the_rest_is_stored(inges
     metrics = httpx.get(ingest_server.http_url + "/metrics").text
     assert 'steplens_spans_rejected_total{reason="invalid_span_id"} 1.0' in metrics
     assert "steplens_spans_received_total 4.0" in metrics
+    # the stored spans' trace got its analytics pass before wait_loaded returned, and it is counted
+    assert "steplens_upkeep_traces_total 1.0" in metrics and "steplens_upkeep_seconds_count 1.0" in metrics
 
 
 def test_undecodable_body_is_400_with_reason_as_status_in_request_encoding(ingest_server) -> None:
