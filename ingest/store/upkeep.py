@@ -72,15 +72,17 @@ LEFT JOIN (SELECT DISTINCT project, trace_id FROM upkeep_fresh) f ON f.project =
 WHERE r.updated_at >= (SELECT min(queued_at) FROM picked)
 """
 
+# Stale traces, and the pass's size: (touched, stale, stale window start, stale window end).
 _STALE = """
 CREATE OR REPLACE TEMP TABLE stale AS SELECT * FROM touched WHERE NOT fresh;
-SELECT count(*), min(span_start), max(span_end) FROM stale
+SELECT (SELECT count(*) FROM touched), count(*), min(span_start), max(span_end) FROM stale
 """
 
 # Picked traces without a runs row (retention removed the run meanwhile) are dropped with the rest.
-_DONE = [
-    "DELETE FROM upkeep_pending USING picked p WHERE upkeep_pending.project = p.project AND upkeep_pending.trace_id = p.trace_id",
-]
+_DONE = (
+    "DELETE FROM upkeep_pending USING picked p "
+    "WHERE upkeep_pending.project = p.project AND upkeep_pending.trace_id = p.trace_id"
+)
 _DONE_STAGING = [
     "DELETE FROM upkeep_spans USING picked p WHERE upkeep_spans.project = p.project AND upkeep_spans.trace_id = p.trace_id",
     "DELETE FROM upkeep_fresh USING picked p WHERE upkeep_fresh.project = p.project AND upkeep_fresh.trace_id = p.trace_id",
@@ -124,8 +126,7 @@ def run_pass(conn: duckdb.DuckDBPyConnection, max_traces: int) -> UpkeepResult:
         _ensure_staging(conn)
         conn.execute(_PICK, {"limit": max(1, max_traces)})
         conn.execute(_TOUCHED)
-        stale, lo, hi = conn.execute(_STALE).fetchall()[0]
-        traces = conn.execute("SELECT count(*) FROM touched").fetchall()[0][0]
+        traces, stale, lo, hi = conn.execute(_STALE).fetchall()[0]
         if traces:
             stale_window: dict[str, Any] | None = {"lo": lo, "hi": hi} if stale else None
             analytics_load.execute(conn, analytics_load.TRACE_SPANS)
@@ -134,8 +135,7 @@ def run_pass(conn: duckdb.DuckDBPyConnection, max_traces: int) -> UpkeepResult:
             tools, llm, plans = analytics_load.execute(conn, analytics_load.TRACE_SPAN_COUNTS).fetchall()[0]
             analytics_load.maintain(conn, stale_window, tool_spans=tools, llm_spans=llm)
             plan_load.maintain(conn, stale_window, plan_spans=plans)
-        for statement in _DONE:
-            conn.execute(statement)
+        conn.execute(_DONE)
         remaining = pending(conn)
         if remaining:
             for statement in _DONE_STAGING:
