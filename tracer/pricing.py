@@ -250,6 +250,15 @@ def default_table() -> PriceTable:
     return PriceTable.load()
 
 
-def cost_usd(model: str, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float | None:
+def cost_usd(
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    cached_input_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    reasoning_tokens: int = 0,
+) -> float | None:
     """Cost of one call by the bundled table; None when the model has no known price."""
-    return default_table().cost_usd(model, input_tokens, output_tokens, cached_input_tokens)
+    return default_table().cost_usd(
+        model, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens, reasoning_tokens
+    )
