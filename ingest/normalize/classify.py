@@ -4,7 +4,7 @@ Why an ordered list of rules: a span can carry several conventions at once (Open
 `gen_ai.operation.name` *and* `llm.request.type`; OpenInference wraps OTel spans). The most
 specific, most standard signal wins: OTel GenAI operation name, then our own span names, then
 OpenInference, then OpenLLMetry, then the Langfuse SDK's observation type, then weaker hints (a bare
-`gen_ai.tool.name`, pydantic-ai's `agent_name`); anything unrecognised is `other`, never a guess.
+`gen_ai.tool.name`, an `execute_tool <tool>` span name, pydantic-ai's `agent_name`); anything unrecognised is `other`, never a guess.
 
 Three spans look like model or tool calls and are not (design.md §3): Google ADK's synthetic
 `execute_tool (merged tools)` span (it wraps tool calls that have their own spans), OpenInference
@@ -94,6 +94,7 @@ _OTHER = Op.OTHER.value
 _WORKFLOW = Op.WORKFLOW.value
 _STEP_PREFIX = c.SPAN_STEP.split("{", 1)[0]  # "step "
 _REPLAN_PREFIX = c.SPAN_REPLAN.split("{", 1)[0]  # "replan "
+TOOL_PREFIX = _TOOL_PREFIX = c.SPAN_TOOL.split("{", 1)[0]  # "execute_tool "
 
 
 def operation_class(name: str, attrs: dict[str, Any], is_root: bool = False) -> str:
@@ -142,6 +143,9 @@ def operation_class(name: str, attrs: dict[str, Any], is_root: bool = False) -> 
     tool = get(c.GEN_AI_TOOL_NAME)
     if tool is not None:  # pydantic-ai's `running tool` spans name the tool and nothing else
         return _OTHER if tool == c.ADK_MERGED_TOOLS else _TOOL
+    if name.startswith(_TOOL_PREFIX) and len(name) > len(_TOOL_PREFIX):
+        # The GenAI span name alone (openlit's failed tool spans carry no gen_ai.* attribute at all).
+        return _OTHER if name[len(_TOOL_PREFIX) :].startswith("(merged") else _TOOL
     if c.PYDANTIC_AI_AGENT_NAME in attrs:  # pydantic-ai / Logfire agent run span
         return Op.AGENT.value
     return _OTHER

@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ingest.normalize import langfuse
-from ingest.normalize.classify import operation_class
+from ingest.normalize.classify import TOOL_PREFIX, operation_class
 from ingest.normalize.derived import derived_columns, json_text
 from ingest.normalize.values import (
     as_bool,
@@ -319,6 +319,8 @@ def span_row(
             tool_name = as_str(get(c.TRACELOOP_ENTITY_NAME))
         elif lf_type is not None:
             tool_name = name  # a Langfuse observation's name is its span name
+        elif name.startswith(TOOL_PREFIX):
+            tool_name = name[len(TOOL_PREFIX) :] or None  # `execute_tool <tool>` (GenAI span name)
     agent_name = first_str(attrs, AGENT_NAME_KEYS)
     agent_version = first_str(attrs, AGENT_VERSION_KEYS)
     if operation in _RUN_CLASSES:

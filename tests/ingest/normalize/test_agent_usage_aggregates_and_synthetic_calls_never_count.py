@@ -98,3 +98,19 @@ def test_llamaindex_request_helpers_marked_llm_are_not_llm_calls(capture):
     assert (rows["OpenAI.achat"]["operation"], rows["OpenAI.achat"]["input_tokens"]) == ("llm", 50)
     assert rows["OpenAI.chat"]["operation"] == "llm"
     assert rows["OpenAI.achat_with_tools"]["operation"] == "llm"  # the wrapper: a trace-level question
+
+
+def test_failed_tool_span_known_only_by_its_genai_name_is_a_tool_call(capture):
+    """openlit's error path leaves a failed tool span with just `execute_tool <tool>` and error.type."""
+    tracer = capture.tracer("openlit.otel.tracing")
+    with tracer.start_as_current_span("execute_tool get_time", attributes={c.ERROR_TYPE: "AgentToolExecutionError"}) as s:
+        s.set_status(Status(StatusCode.ERROR))
+    with tracer.start_as_current_span("execute_tool (merged)"):
+        pass
+    with tracer.start_as_current_span("execute_tool "):
+        pass
+    rows = {r["name"]: r for r in capture.rows()}
+    failed = rows["execute_tool get_time"]
+    assert (failed["operation"], failed["tool_name"], failed["error_type"]) == ("tool", "get_time", "AgentToolExecutionError")
+    assert rows["execute_tool (merged)"]["operation"] == "other"
+    assert rows["execute_tool "]["operation"] == "other"
