@@ -96,7 +96,7 @@ _CALL_DETAIL_KEYS = frozenset(
 )  # fmt: skip
 CONVERSATION_KEYS = (c.GEN_AI_CONVERSATION_ID, c.SESSION_ID, c.TRACELOOP_ASSOCIATION_SESSION_ID)
 USER_KEYS = (c.ENDUSER_ID, c.OI_USER_ID, c.TRACELOOP_ASSOCIATION_USER_ID)
-ENVIRONMENT_KEYS = (c.DEPLOYMENT_ENVIRONMENT_NAME, c.DEPLOYMENT_ENVIRONMENT)
+ENVIRONMENT_KEYS = (c.DEPLOYMENT_ENVIRONMENT_NAME, c.DEPLOYMENT_ENVIRONMENT, c.LANGFUSE_ENVIRONMENT)  # of the resource
 # One set check per span tells whether any model/identity key is there at all (most spans of a
 # run name neither), instead of a miss per key.
 _MODEL_KEYS = frozenset(

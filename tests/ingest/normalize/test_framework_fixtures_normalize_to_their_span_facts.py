@@ -86,3 +86,24 @@ def test_fixture_runs_have_their_span_facts(manifest_path: Path) -> None:
 def test_the_fixtures_are_there() -> None:
     """The parametrized test above must not pass by having nothing to check."""
     assert len(MANIFESTS) >= 15
+
+
+def test_langfuse_fixture_versions_sessions_errors_and_client_cost() -> None:
+    """The real Langfuse SDK's bodies: no gen_ai.* at all, everything from langfuse.* attributes."""
+    directory = FIXTURES / "langfuse_sdk"
+    if not directory.is_dir():
+        pytest.skip("langfuse_sdk fixture absent")
+    manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    by_trace = _rows(directory, manifest)
+    for run in manifest["runs"]:
+        spans = by_trace[run["trace_id"]]
+        (agent,) = [s for s in spans if s["operation"] == "agent"]
+        assert (agent["agent_name"], agent["agent_version"]) == (run["agent"], run["version"])
+        assert all(s["environment"] == "capture" and s["conversation_id"] for s in spans)
+        llm = [s for s in spans if s["operation"] == "llm"]
+        if run["scenario"] == "llm_error":
+            (failed,) = llm
+            assert failed["status"] == "ERROR" and failed["status_message"]
+            assert (failed["cost_usd"], failed["cost_source"]) == (0.0, "client")  # what Langfuse reported
+        else:
+            assert all(s["cost_source"] == "price_table" and s["cost_usd"] > 0 for s in llm)
