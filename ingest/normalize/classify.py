@@ -155,6 +155,7 @@ def _is_llm_helper(name: str, attrs: dict[str, Any]) -> bool:
     """An OpenInference LLM span of a method that builds or reads a request without calling the
     model (LlamaIndex `OpenAI._prepare_chat_with_tools`): private or known helper, and no usage."""
     method = name.rpartition(".")[2]
-    if not (method.startswith("_") or method in c.OI_LLM_HELPER_METHODS):
+    private = method.startswith("_") and not method.startswith("__")  # DSPy's `LM.__call__` is a call
+    if not (private or method in c.OI_LLM_HELPER_METHODS):
         return False
     return c.OI_TOKEN_PROMPT not in attrs and c.OI_TOKEN_COMPLETION not in attrs and c.OI_TOKEN_TOTAL not in attrs
