@@ -6,8 +6,9 @@ specific, most standard signal wins: OTel GenAI operation name, then our own spa
 OpenInference, then OpenLLMetry, then the Langfuse SDK's observation type, then weaker hints (a bare
 `gen_ai.tool.name`, an `execute_tool <tool>` span name, pydantic-ai's `agent_name`); anything unrecognised is `other`, never a guess.
 
-Three spans look like model or tool calls and are not (design.md §3): Google ADK's synthetic
-`execute_tool (merged tools)` span (it wraps tool calls that have their own spans), OpenInference
+Some spans look like model or tool calls and are not (design.md §3): Google ADK's synthetic
+`execute_tool (merged tools)` span (it wraps tool calls that have their own spans), OpenAI Agents'
+`handoff to <agent>` TOOL span (no tool name: control passes to another agent), OpenInference
 LLM spans of LlamaIndex helper methods that only build a request (a private `_method` or a known
 helper, with no token counts: the model call is its own LLM span), and a workflow root, which is
 a workflow, not an agent, so runs can name it and still see the agents under it.
@@ -122,6 +123,8 @@ def operation_class(name: str, attrs: dict[str, Any], is_root: bool = False) -> 
         if found is not None:
             if found == _LLM and _is_llm_helper(name, attrs):
                 return _OTHER
+            if found == _TOOL and c.OI_TOOL_NAME not in attrs and name.startswith(c.OI_HANDOFF_PREFIX):
+                return _OTHER  # OpenAI Agents' `handoff to <agent>`: a transfer, not a tool call
             if is_root and upper == "CHAIN":
                 return _WORKFLOW
             return found

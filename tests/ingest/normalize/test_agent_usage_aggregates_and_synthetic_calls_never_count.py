@@ -116,3 +116,15 @@ def test_failed_tool_span_known_only_by_its_genai_name_is_a_tool_call(capture):
     assert (failed["operation"], failed["tool_name"], failed["error_type"]) == ("tool", "get_time", "AgentToolExecutionError")
     assert rows["execute_tool (merged)"]["operation"] == "other"
     assert rows["execute_tool "]["operation"] == "other"
+
+
+def test_openai_agents_handoff_is_not_a_tool_call(capture):
+    tracer = capture.tracer("openinference.instrumentation.openai_agents")
+    with tracer.start_as_current_span("handoff to forecast_writer", attributes={c.OI_SPAN_KIND: "TOOL"}):
+        pass
+    named = {c.OI_SPAN_KIND: "TOOL", c.OI_TOOL_NAME: "handoff to desk"}  # a tool that happens to be called so
+    with tracer.start_as_current_span("handoff to desk", attributes=named):
+        pass
+    rows = {r["name"]: r for r in capture.rows()}
+    assert rows["handoff to forecast_writer"]["operation"] == "other"
+    assert (rows["handoff to desk"]["operation"], rows["handoff to desk"]["tool_name"]) == ("tool", "handoff to desk")
