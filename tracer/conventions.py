@@ -390,6 +390,12 @@ PYDANTIC_AI_AGENT_NAME = "agent_name"
 # Google ADK: the span it makes for several tool calls answered together is not one tool call.
 ADK_MERGED_TOOLS = "(merged tools)"
 
+# OpenInference: an AGENT span's graph node id is its agent's id (CrewAI's role, OpenAI Agents' name).
+OI_GRAPH_NODE_ID = "graph.node.id"
+# smolagents through OpenInference names its agent span `<agent name>.run`.
+OI_SMOLAGENTS_SCOPE = "openinference.instrumentation.smolagents"
+SMOLAGENTS_RUN_SUFFIX = ".run"
+
 # OpenAI Agents through OpenInference: a handoff is a TOOL span named `handoff to <agent>`, no tool.name.
 OI_HANDOFF_PREFIX = "handoff to "
 

@@ -113,6 +113,7 @@ _WORKFLOW = Op.WORKFLOW.value
 _RUN_CLASSES = frozenset({_AGENT, _WORKFLOW})
 _TRACELOOP_AGENT_KINDS = frozenset({"workflow", "agent"})
 _LANGFUSE_AGENT = "agent"
+_OI_AGENT = "AGENT"
 # cost_source values: steplens' own steplens.cost.usd, a foreign client's reported cost, or ours.
 _COST_SPAN = "span"
 _COST_CLIENT = "client"
@@ -204,19 +205,26 @@ def _first_cost(attrs: dict[str, Any], keys: tuple[str, ...]) -> float | None:
 
 
 def _run_name(
-    name: str, attrs: dict[str, Any], traceloop_kind: Any, lf_type: Any
+    name: str, attrs: dict[str, Any], traceloop_kind: Any, lf_type: Any, scope: str | None
 ) -> tuple[str | None, str | None]:
     """(agent name, version) of an agent or workflow span that has no `gen_ai.agent.name` /
-    `agent.name`, by its client's convention; the span name where that convention names
-    observations by it (OpenInference AGENT and root CHAIN spans, Langfuse agents)."""
+    `agent.name`, by its client's convention: Traceloop's entity, `gen_ai.workflow.name`,
+    pydantic-ai's `agent_name`, an OpenInference AGENT span's `graph.node.id` (CrewAI), else the span
+    name where the convention names observations by it (OpenInference AGENT and root CHAIN spans,
+    smolagents' `<agent>.run` without its suffix, Langfuse agents)."""
     get = attrs.get
     if traceloop_kind.__class__ is str and traceloop_kind in _TRACELOOP_AGENT_KINDS:
         return as_str(get(c.TRACELOOP_ENTITY_NAME)), as_str(get(c.TRACELOOP_ENTITY_VERSION))
     found = as_str(get(c.GEN_AI_WORKFLOW_NAME)) or as_str(get(c.PYDANTIC_AI_AGENT_NAME))
     if found is not None:
         return found, None
-    if lf_type == _LANGFUSE_AGENT or c.OI_SPAN_KIND in attrs:
+    if lf_type == _LANGFUSE_AGENT:
         return name or None, None
+    if c.OI_SPAN_KIND in attrs:
+        found = as_str(get(c.OI_GRAPH_NODE_ID)) if get(c.OI_SPAN_KIND) == _OI_AGENT else None
+        if found is None and scope == c.OI_SMOLAGENTS_SCOPE and name.endswith(c.SMOLAGENTS_RUN_SUFFIX):
+            found = name[: -len(c.SMOLAGENTS_RUN_SUFFIX)] or None
+        return found or name or None, None
     return None, None
 
 
@@ -325,7 +333,7 @@ def span_row(
     agent_version = first_str(attrs, AGENT_VERSION_KEYS)
     if operation in _RUN_CLASSES:
         if agent_name is None:
-            agent_name, version = _run_name(name, attrs, traceloop_kind, lf_type)
+            agent_name, version = _run_name(name, attrs, traceloop_kind, lf_type, scope)
             agent_version = agent_version or version
         if agent_version is None and lf_type is not None:
             agent_version = first_str(attrs, LANGFUSE_VERSION_KEYS)

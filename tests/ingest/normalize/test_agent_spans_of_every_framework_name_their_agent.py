@@ -29,21 +29,29 @@ def test_genai_agent_name_version_and_id(capture):
 
 
 def test_openinference_agent_without_agent_name_is_named_by_its_span(capture):
-    """smolagents through OpenInference: the AGENT span carries no agent.name."""
-    tracer = capture.tracer("openinference.instrumentation.smolagents")
+    """smolagents through OpenInference: the AGENT span is `<agent>.run` and carries no agent.name;
+    CrewAI's is `<agent>._execute_core` with the agent's role as graph.node.id."""
+    tracer = capture.tracer(c.OI_SMOLAGENTS_SCOPE)
     with (
-        tracer.start_as_current_span("ToolCallingAgent.run", attributes={c.OI_SPAN_KIND: "AGENT"}),
+        tracer.start_as_current_span("weather_agent.run", attributes={c.OI_SPAN_KIND: "AGENT"}),
         tracer.start_as_current_span("Step 1", attributes={c.OI_SPAN_KIND: "CHAIN"}),
     ):
         pass
     with tracer.start_as_current_span("agent", attributes={c.OI_SPAN_KIND: "AGENT", c.OI_AGENT_NAME: "named"}):
         pass
+    crew = capture.tracer("openinference.instrumentation.crewai")
+    crew_agent = {c.OI_SPAN_KIND: "AGENT", c.OI_GRAPH_NODE_ID: "researcher"}
+    with crew.start_as_current_span("researcher._execute_core", attributes=crew_agent):
+        pass
+    other = capture.tracer("openinference.instrumentation.langchain")
+    with other.start_as_current_span("Planner.run", attributes={c.OI_SPAN_KIND: "AGENT"}):
+        pass
     rows = by_name(capture.rows())
-    assert (rows["ToolCallingAgent.run"]["operation"], rows["ToolCallingAgent.run"]["agent_name"]) == (
-        "agent", "ToolCallingAgent.run",
-    )  # fmt: skip
+    assert (rows["weather_agent.run"]["operation"], rows["weather_agent.run"]["agent_name"]) == ("agent", "weather_agent")
     assert (rows["Step 1"]["operation"], rows["Step 1"]["agent_name"]) == ("other", None)
     assert rows["agent"]["agent_name"] == "named"
+    assert rows["researcher._execute_core"]["agent_name"] == "researcher"
+    assert rows["Planner.run"]["agent_name"] == "Planner.run"  # the suffix is smolagents' only
 
 
 def test_pydantic_ai_agent_run_and_tool_spans(capture):

@@ -5,9 +5,7 @@ are the run's models, and an agent or workflow span names the run's agent.
 
 What only the trace shows is left to run derivation (ingest/store, tests/ingest/frameworks) and
 listed here per fixture: wrapper LLM spans with the real call under them (LlamaIndex's outer
-`astream_chat`, pydantic-ai's `chat` around Logfire's OpenAI span, which repeats its usage), and
-an agent named by its span with a framework suffix (smolagents `<agent>.run`, CrewAI
-`<agent>._execute_core`).
+`astream_chat`, pydantic-ai's `chat` around Logfire's OpenAI span, which repeats its usage).
 """
 
 from __future__ import annotations
@@ -29,8 +27,6 @@ TRACE_LEVEL = {
     ("llama_index_openinference", "llm_calls"): "outer astream_chat wraps the inner call",
     ("logfire_pydantic_ai", "llm_calls"): "pydantic-ai chat wraps Logfire's OpenAI span",
     ("logfire_pydantic_ai", "tokens"): "the wrapper repeats the inner span's usage",
-    ("smolagents_openinference", "agent"): "its agent span is named `<agent>.run`",
-    ("crewai_openinference", "agent"): "its agent span is named `<agent>._execute_core`",
 }
 
 
