@@ -5,8 +5,11 @@ sequential file shared by many requests is far cheaper than one DuckDB commit pe
 loader replays these records into DuckDB at its own pace and records how far it got.
 
 Segment layout: an 8-byte magic, then records. A record is
-`u32 body_length | u32 crc32(length bytes + body) | body`, body = `u16 project_length | project |
-serialized ExportTraceServiceRequest`. A crash can leave a torn or zero-filled tail; the reader
+`u32 kind_and_length | u32 crc32(those 4 bytes + body) | body`, body = `u16 project_length | project |
+serialized export request`. The top 4 bits of the first word are the record's kind (`RecordKind`:
+0 = an ExportTraceServiceRequest, 1 = an ExportLogsServiceRequest), the low 28 bits the body length.
+Kind 0 is exactly the original trace-only format (whose bodies never reached 2^28 bytes), so spools
+written before logs existed replay unchanged, and the kind is covered by the CRC like the length. A crash can leave a torn or zero-filled tail; the reader
 stops at the first record that does not check out. The writer never appends to a segment that
 existed before it opened (it starts a new one), and after a failed write/fsync it rotates too, so a
 bad record is only ever the tail of its segment and nothing valid hides behind it.
@@ -20,7 +23,10 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
+
+from ingest.errors import TooLarge
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +35,15 @@ _HEADER = struct.Struct("<II")  # body length, crc32
 _PROJECT_LEN = struct.Struct("<H")
 SEGMENT_SUFFIX = ".seg"
 DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
+_KIND_SHIFT = 28
+_LENGTH_MASK = (1 << _KIND_SHIFT) - 1  # a record body is at most 256 MiB
+
+
+class RecordKind(IntEnum):
+    """What a spool record's payload is; the loader dispatches on it."""
+
+    TRACES = 0
+    LOGS = 1
 
 
 class SpoolCorruption(ValueError):
@@ -48,16 +63,22 @@ class SpoolRecord:
     project: str
     payload: bytes
     end: Position  # position just after this record
+    kind: RecordKind = RecordKind.TRACES
 
 
-def encode_record(project: str, payload: bytes) -> bytes:
-    """One framed record, ready to append."""
+def encode_record(project: str, payload: bytes, kind: RecordKind = RecordKind.TRACES) -> bytes:
+    """One framed record, ready to append (a TRACES record is byte-identical to the original format)."""
     p = project.encode()
     if len(p) > 0xFFFF:
         raise ValueError("project name longer than 65535 bytes")
     body = _PROJECT_LEN.pack(len(p)) + p + payload
-    length = struct.pack("<I", len(body))
+    if len(body) > _LENGTH_MASK:
+        raise TooLarge(f"request of {len(body)} bytes is over the spool's {_LENGTH_MASK} byte record limit")
+    length = struct.pack("<I", len(body) | int(kind) << _KIND_SHIFT)
     return length + struct.pack("<I", zlib.crc32(body, zlib.crc32(length))) + body
+
+
+_KINDS = frozenset(k.value for k in RecordKind)
 
 
 def decode_body(body: bytes) -> tuple[str, bytes]:
@@ -101,9 +122,10 @@ def read_segment(directory: Path, seq: int, start: int = 0) -> Iterator[SpoolRec
         if pos + _HEADER.size > len(data):
             log.warning("spool segment %s: torn header at offset %d ignored", path.name, pos)
             return
-        length, crc = _HEADER.unpack_from(data, pos)
+        word, crc = _HEADER.unpack_from(data, pos)
+        length, kind_value = word & _LENGTH_MASK, word >> _KIND_SHIFT
         body_start = pos + _HEADER.size
-        if length < _PROJECT_LEN.size or body_start + length > len(data):
+        if kind_value not in _KINDS or length < _PROJECT_LEN.size or body_start + length > len(data):
             log.warning("spool segment %s: torn record at offset %d ignored", path.name, pos)
             return
         body = data[body_start : body_start + length]
@@ -112,7 +134,7 @@ def read_segment(directory: Path, seq: int, start: int = 0) -> Iterator[SpoolRec
             return
         project, payload = decode_body(body)
         pos = body_start + length
-        yield SpoolRecord(project, payload, Position(seq, pos))
+        yield SpoolRecord(project, payload, Position(seq, pos), RecordKind(kind_value))
 
 
 def _fsync_dir(directory: Path) -> None:
