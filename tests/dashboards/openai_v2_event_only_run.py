@@ -1,12 +1,12 @@
 """Run the real `openai` client under the official openai-v2 instrumentation with message content
 captured in EVENTS only (`event_only`, the latest-experimental semconv), against the fake OpenAI
 server, exporting spans and log records with the SDK's real OTLP/HTTP exporters to a steplens
-server. Prints the trace id.
+server. Prints the trace id. A second argument picks another content mode (`span_and_event`).
 
 Why a subprocess: the instrumentation patches the `openai` module for the whole process (see
 tests/ingest/normalize/instrumented_openai_run.py).
 
-Usage: python -m tests.dashboards.openai_v2_event_only_run http://127.0.0.1:PORT
+Usage: python -m tests.dashboards.openai_v2_event_only_run http://127.0.0.1:PORT [event_only|span_and_event]
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ ANSWER = "It is sunny in Paris."
 MODEL = "gpt-4o-mini"
 
 
-def main(url: str) -> str:
+def main(url: str, mode: str = "event_only") -> str:
     os.environ.update(
         {
             "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "event_only",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": mode,
         }
     )
     import openai
@@ -68,4 +68,4 @@ def main(url: str) -> str:
 
 
 if __name__ == "__main__":
-    print(main(sys.argv[1]))
+    print(main(*sys.argv[1:3]))

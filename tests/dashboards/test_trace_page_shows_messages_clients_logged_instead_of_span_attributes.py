@@ -3,7 +3,8 @@ their messages on the Trace page, shown where span content is shown:
 
 - the official openai-v2 instrumentation in `event_only` mode (real package, real `openai` client,
   fake OpenAI server, the SDK's OTLP/HTTP span and log exporters to a real server): its chat spans
-  carry no content, its `gen_ai.client.inference.operation.details` records do;
+  carry no content, its `gen_ai.client.inference.operation.details` records do; in
+  `span_and_event` mode both do, and the span's own content is shown, once;
 - the one-event-per-message form (`gen_ai.system/user.message`, `gen_ai.choice`) plus an
   evaluation result, which the page lists with its score.
 """
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -35,10 +37,12 @@ def _trace(url: str, trace_id: str) -> dict:
     return answer.json()
 
 
-def test_openai_v2_event_only_messages_come_from_its_log_records(start_ingest_server, ui_env) -> None:
+@pytest.mark.parametrize("mode", ["event_only", "span_and_event"])
+def test_openai_v2_event_messages_shown_on_the_trace_page(start_ingest_server, ui_env, mode: str) -> None:
+    from_logs = mode == "event_only"
     server = start_ingest_server(grpc_port=0)
     run = subprocess.run(
-        [sys.executable, "-m", "tests.dashboards.openai_v2_event_only_run", server.http_url],
+        [sys.executable, "-m", "tests.dashboards.openai_v2_event_only_run", server.http_url, mode],
         capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert run.returncode == 0, run.stderr[-2000:]
@@ -48,12 +52,12 @@ def test_openai_v2_event_only_messages_come_from_its_log_records(start_ingest_se
     doc = _trace(server.http_url, trace_id)
     chats = [s for s in doc["spans"] if s["operation"] == c.OperationClass.LLM]
     assert len(chats) == 2
-    assert all(c.GEN_AI_INPUT_MESSAGES not in s["attributes"] for s in chats)  # event_only: none on spans
+    assert all((c.GEN_AI_INPUT_MESSAGES in s["attributes"]) is not from_logs for s in chats)
     assert all([e["event_name"] for e in s["logs"]] == [c.GEN_AI_EVENT_INFERENCE_DETAILS] for s in chats)
 
     view = build_trace_view(Trace.model_validate(doc))
     first, second = view.llm_calls
-    assert first.messages_from_logs and second.messages_from_logs
+    assert first.messages_from_logs is from_logs and second.messages_from_logs is from_logs
     assert QUESTION in (first.input_messages or "")
     assert "get_weather" in (first.output_messages or "")
     assert ANSWER in (second.output_messages or "")
@@ -64,7 +68,9 @@ def test_openai_v2_event_only_messages_come_from_its_log_records(start_ingest_se
     assert not at.exception
     shown = texts(at)
     assert QUESTION in shown and ANSWER in shown
-    assert "call 1: input messages (from logs)" in [t.label for t in at.tabs]
+    source = " (from logs)" if from_logs else ""
+    assert f"call 1: input messages{source}" in [t.label for t in at.tabs]
+    assert shown.count(QUESTION) == 2  # in both calls' input, once each: never span and logs twice
 
 
 def test_per_message_events_and_evaluations_shown_on_the_trace_page(start_ingest_server, ui_env) -> None:
