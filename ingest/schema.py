@@ -501,6 +501,7 @@ LOG_RECORDS_DDL = """
 CREATE TABLE IF NOT EXISTS log_records (
     project          VARCHAR   NOT NULL,
     trace_id         VARCHAR,              -- 32 lowercase hex chars; NULL without trace context
+    trace_key        BIGINT,               -- trace_key_sql(trace_id): the cheap first filter of a lookup
     span_id          VARCHAR,              -- 16 lowercase hex chars; NULL without span context
     time             TIMESTAMP NOT NULL,   -- the record's time, else observed time, else ingest time
     observed_time    TIMESTAMP,

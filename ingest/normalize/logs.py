@@ -27,6 +27,7 @@ LOG_RECORDS_SCHEMA = pa.schema(
     [
         ("project", pa.string()),
         ("trace_id", pa.string()),
+        ("trace_key", pa.int64()),
         ("span_id", pa.string()),
         ("time", pa.timestamp("us")),
         ("observed_time", pa.timestamp("us")),
@@ -96,9 +97,11 @@ def logs_table(project: str, request: ExportLogsServiceRequest, ingested_at: dat
                 digest.update(scope_bytes)
                 digest.update(record.SerializeToString(deterministic=True))
                 observed = _time_us(record.observed_time_unix_nano)
+                trace_hex = _hex_id(record.trace_id)
                 row = {
                     "project": project,
-                    "trace_id": _hex_id(record.trace_id),
+                    "trace_id": trace_hex,
+                    "trace_key": int(trace_hex[:15], 16) if trace_hex else None,
                     "span_id": _hex_id(record.span_id),
                     "time": _time_us(record.time_unix_nano) or observed or ingested_us,
                     "observed_time": observed,
