@@ -195,4 +195,7 @@ with guard():
                 st.markdown(f"log records ({len(span.logs)})")
                 st.json([entry.model_dump(mode="json") for entry in span.logs], expanded=False)
         else:
-            st.caption("Select a span to see its attributes and events.")
+            st.caption("Select a span to see its attributes, events and log records.")
+        if trace.logs:
+            with st.expander(f"Log records keyed to no span of this trace ({len(trace.logs)})"):
+                st.json([entry.model_dump(mode="json") for entry in trace.logs], expanded=False)

@@ -5,7 +5,8 @@ thread, off the event loop) and queues it -> the committer thread appends
 a whole group and fsyncs once -> futures resolve (the 200) -> the writer thread, sole owner of the
 DuckDB write connection, loads the records in large transactions together with the spool mark.
 Memory is bounded by `queue_max_bytes` of accepted-but-not-loaded records; beyond it `submit`
-raises Overloaded instead of queueing or dropping.
+raises Overloaded instead of queueing or dropping. OTLP log records (`submit_logs`) take the same
+path as spool records of kind LOGS (ingest/store/logs_load.py).
 """
 
 from __future__ import annotations
@@ -414,7 +415,8 @@ class SpanStore:
         rejected.labels(reason="load_failed").inc(item.nspans)
         with self._lock:
             self._counts["records_dead_lettered"] += 1
-            self._counts["spans_dead_lettered"] += item.nspans
+            if item.kind is RecordKind.TRACES:
+                self._counts["spans_dead_lettered"] += item.nspans
 
     def _on_upkeep(self, traces: int, seconds: float) -> None:
         self.metrics.upkeep_traces.inc(traces)

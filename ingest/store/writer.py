@@ -1,4 +1,5 @@
 """The ONE thread that owns the DuckDB write connection: loads spool records, runs retention and tasks.
+Log records (spool kind LOGS) are normalized by ingest/store/logs_load.py and committed with the spans.
 
 Why a single writer (datasette style): DuckDB serializes writers anyway and concurrent write
 transactions on the same rows conflict; queueing every write through one thread removes conflicts
