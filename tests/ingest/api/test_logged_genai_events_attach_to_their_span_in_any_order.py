@@ -1,7 +1,8 @@
 """GenAI events sent as OTLP log records (the SDK's real exporters, separate requests) show on their
 span in `GET /api/traces/{id}` whichever arrives first: logs before spans, spans before logs, or
 logs split around the spans. Evaluation results are listed with the span they score; records
-whose span never arrived stay visible at trace level instead of vanishing."""
+whose span never arrived stay visible at trace level instead of vanishing; records sent under
+another project's key never attach to this project's trace."""
 
 from __future__ import annotations
 
@@ -95,3 +96,26 @@ def test_records_whose_span_is_missing_stay_at_trace_level(ingest_server) -> Non
     assert trace["logs"][0]["span_id"] == format(ghost.span_id, "016x")
     assert all(s["logs"] == [] for s in trace["spans"])
     assert trace["evaluations"] == []
+
+
+def test_log_records_of_another_project_never_attach(start_ingest_server) -> None:
+    from ingest.config import ApiKey
+
+    keys = {p: f"{p}-key-0123456789abcdef" for p in ("alpha", "beta")}
+    server = start_ingest_server(
+        api_keys=[ApiKey(key=k, project=p, scopes=["ingest", "read"]) for p, k in keys.items()]
+    )
+    chat = chat_with_events()
+    spans = OTLPSpanExporter(endpoint=server.http_url + "/v1/traces", headers={"x-api-key": keys["alpha"]}, timeout=10)
+    logs = OTLPLogExporter(endpoint=server.http_url + "/v1/logs", headers={"x-api-key": keys["beta"]}, timeout=10)
+    try:
+        assert spans.export(chat.spans) is SpanExportResult.SUCCESS
+        assert logs.export(chat.logs) is LogRecordExportResult.SUCCESS  # same ids, another project's key
+    finally:
+        spans.shutdown()
+        logs.shutdown()
+    assert server.store.wait_loaded(10)
+    url = f"{server.http_url}/api/traces/{chat.trace_hex}"
+    trace = httpx.get(url, headers={"x-api-key": keys["alpha"]}, timeout=10).json()
+    assert all(s["logs"] == [] for s in trace["spans"]) and trace["logs"] == [] and trace["evaluations"] == []
+    assert httpx.get(url, headers={"x-api-key": keys["beta"]}, timeout=10).status_code == 404
