@@ -90,6 +90,22 @@ def decode_body(body: bytes) -> tuple[str, bytes]:
     return body[2 : 2 + n].decode(), body[2 + n :]
 
 
+def decode_record(data: bytes) -> tuple[RecordKind, str, bytes]:
+    """(kind, project, payload) of one framed record at the start of `data` (a dead-letter `.rec`
+    file, say); ValueError when it is short, corrupt or of an unknown kind."""
+    if len(data) < _HEADER.size:
+        raise ValueError("shorter than a record header")
+    word, crc = _HEADER.unpack_from(data)
+    length, kind_value = word & _LENGTH_MASK, word >> _KIND_SHIFT
+    body = data[_HEADER.size : _HEADER.size + length]
+    if len(body) != length or zlib.crc32(body, zlib.crc32(data[:4])) != crc:
+        raise ValueError("record does not check out (truncated or corrupt)")
+    if kind_value not in _KINDS:
+        raise ValueError(f"record of unknown kind {kind_value}")
+    project, payload = decode_body(body)
+    return RecordKind(kind_value), project, payload
+
+
 def segment_name(seq: int) -> str:
     return f"{seq:012d}{SEGMENT_SUFFIX}"
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+import pytest
+
 from ingest.store.spool import MAGIC, RecordKind, SpoolWriter, encode_record, read_segment, segment_name
 from tests.ingest.store.otlp_build import agent_run, request
 from tests.support.genai_logs import chat_with_events, encode_logs
@@ -70,3 +72,16 @@ def test_old_trace_only_spool_replays_then_mixed_kinds_load_as_what_they_are(mak
     with store.read() as cur:
         assert cur.execute("SELECT count(*) FROM log_records").fetchone()[0] == 8
         assert cur.execute("SELECT count(*) FROM spans").fetchone()[0] == 19
+
+
+def test_a_single_record_decodes_with_its_kind_and_corruption_is_refused() -> None:
+    from ingest.store.spool import decode_record
+
+    logs = encode_logs(chat_with_events().logs).SerializeToString()
+    assert decode_record(encode_record("p", logs, RecordKind.LOGS)) == (RecordKind.LOGS, "p", logs)
+    assert decode_record(_original_record("old", b"spans")) == (RecordKind.TRACES, "old", b"spans")
+    damaged = bytearray(encode_record("p", logs, RecordKind.LOGS))
+    damaged[3] ^= 0x20  # a flipped kind bit fails the CRC like any other byte
+    for bad in (bytes(damaged), encode_record("p", logs)[:-1], b"\x01"):
+        with pytest.raises(ValueError):
+            decode_record(bad)
