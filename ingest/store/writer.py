@@ -376,10 +376,7 @@ class Writer:
                 parts.append((item, item.table))
                 continue
             try:
-                if item.kind is RecordKind.LOGS:
-                    table = logs_load.normalize(item.project, item.raw(), now)
-                else:
-                    table = self._normalize(item.project, item.parsed(), now)
+                table = self._normalize_item(item, now)
             except Exception as exc:  # noqa: BLE001 - a poison record must not stop the loader
                 self._dead_letter(item, exc)
                 parts.append((item, None))
@@ -400,6 +397,13 @@ class Writer:
             self._load_one_by_one(parts, now, started)
             return
         self._finish(batch, result, started)
+
+    def _normalize_item(self, item: LoadItem, now: datetime) -> pa.Table:
+        """The rows of one record, by its kind: spans through the normalizer, log records through
+        ingest/store/logs_load.py."""
+        if item.kind is RecordKind.LOGS:
+            return logs_load.normalize(item.project, item.raw(), now)
+        return self._normalize(item.project, item.parsed(), now)
 
     def _load_one_by_one(self, parts: list[tuple[LoadItem, pa.Table | None]], now: datetime, started: float) -> None:
         for item, table in parts:
