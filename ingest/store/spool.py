@@ -141,8 +141,12 @@ def read_segment(directory: Path, seq: int, start: int = 0) -> Iterator[SpoolRec
         word, crc = _HEADER.unpack_from(data, pos)
         length, kind_value = word & _LENGTH_MASK, word >> _KIND_SHIFT
         body_start = pos + _HEADER.size
-        if kind_value not in _KINDS or length < _PROJECT_LEN.size or body_start + length > len(data):
+        if length < _PROJECT_LEN.size or body_start + length > len(data):
             log.warning("spool segment %s: torn record at offset %d ignored", path.name, pos)
+            return
+        if kind_value not in _KINDS:  # written by a newer version: stop rather than misread it
+            log.error("spool segment %s: record of unknown kind %d at offset %d; the rest of the segment is "
+                      "left unread (a newer steplens wrote it)", path.name, kind_value, pos)
             return
         body = data[body_start : body_start + length]
         if zlib.crc32(body, zlib.crc32(data[pos : pos + 4])) != crc:
