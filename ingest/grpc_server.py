@@ -1,4 +1,5 @@
-"""OTLP/gRPC `TraceService/Export`: the same decode -> validate -> store path as HTTP.
+"""OTLP/gRPC `TraceService/Export` and `LogsService/Export`: the same decode -> validate -> store
+path as HTTP.
 
 Why grpc.aio in the HTTP server's event loop: `store.submit` is a coroutine that resolves when the
 store's writer thread commits; running both transports in one loop means one submission path and
@@ -16,8 +17,10 @@ import logging
 import grpc
 from google.protobuf.any_pb2 import Any as AnyProto
 from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import Message
 from google.rpc.error_details_pb2 import RetryInfo
 from google.rpc.status_pb2 import Status
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.auth import KeyRing, authorize, presented_key
@@ -26,6 +29,7 @@ from ingest.errors import IngestError, Internal, Overloaded, PortInUse
 from ingest.metrics import IngestMetrics
 from ingest.otlp.decode import parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.logs import export_logs, parse_logs_protobuf, validate_logs
 from ingest.otlp.validate import ValidationResult, validate_request
 
 log = logging.getLogger(__name__)
@@ -34,12 +38,16 @@ TRANSPORT = "grpc"
 
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 
 class TraceServiceHandler:
     """`TraceService/Export`. It takes the raw request bytes and decodes them itself, so that an
     undecodable message is INVALID_ARGUMENT (like HTTP's 400) rather than gRPC's generic INTERNAL
     "Exception deserializing request". Project and permission come from the call's metadata key."""
+
+    service = SERVICE
+    response_type: type[Message] = ExportTraceServiceResponse
 
     def __init__(self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing) -> None:
         self.store = store
@@ -50,11 +58,11 @@ class TraceServiceHandler:
         export = grpc.unary_unary_rpc_method_handler(
             self.export,
             request_deserializer=None,  # raw bytes
-            response_serializer=ExportTraceServiceResponse.SerializeToString,
+            response_serializer=self.response_type.SerializeToString,
         )
-        return grpc.method_handlers_generic_handler(SERVICE, {"Export": export})
+        return grpc.method_handlers_generic_handler(self.service, {"Export": export})
 
-    async def export(self, body: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
+    async def export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
         try:
             response = await self._export(body, context)
         except IngestError as exc:
@@ -71,12 +79,31 @@ class TraceServiceHandler:
         await context.abort(code, error.message, trailing_metadata=_error_metadata(error))
         raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
 
-    async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
+    def _project(self, context: grpc.aio.ServicerContext) -> str:
+        """The calling key's project, once it is known to hold the ingest scope."""
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
         principal = self.keyring.authenticate(presented_key(metadata.get("authorization"), metadata.get("x-api-key")))
         authorize(principal, "ingest")
+        return principal.project
+
+    async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
+        project = self._project(context)
         result = await asyncio.to_thread(_decode_and_validate, body)
-        return await export_validated(result, principal.project, self.store, self.metrics)
+        return await export_validated(result, project, self.store, self.metrics)
+
+
+class LogsServiceHandler(TraceServiceHandler):
+    """`LogsService/Export`: the trace handler's auth, errors and metrics, logs' decode and store."""
+
+    service = LOGS_SERVICE
+    response_type = ExportLogsServiceResponse
+
+    async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
+        project = self._project(context)
+        result = await asyncio.to_thread(lambda: validate_logs(parse_logs_protobuf(body)))
+        if not result.rejections:
+            result.payload = body
+        return await export_logs(result, project, self.store, self.metrics)  # type: ignore[arg-type]
 
 
 def _decode_and_validate(body: bytes) -> ValidationResult:
@@ -113,7 +140,12 @@ async def start_grpc_server(
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ]
     )
-    server.add_generic_rpc_handlers((TraceServiceHandler(store, metrics, keyring).generic_handler(),))
+    server.add_generic_rpc_handlers(
+        (
+            TraceServiceHandler(store, metrics, keyring).generic_handler(),
+            LogsServiceHandler(store, metrics, keyring).generic_handler(),
+        )
+    )
     address = grpc_address(settings.host, port)
     try:
         bound = server.add_insecure_port(address)

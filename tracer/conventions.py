@@ -422,3 +422,26 @@ LANGFUSE_ENVIRONMENT = "langfuse.environment"
 LANGFUSE_VERSION = "langfuse.version"
 LANGFUSE_RELEASE = "langfuse.release"
 LANGFUSE_LEVEL_ERROR = "ERROR"
+
+# --------------------------------------------------------------------------------------------
+# OTLP log records (events) that ingest stores and attaches to their spans
+# --------------------------------------------------------------------------------------------
+
+EVENT_NAME = "event.name"  # log attribute naming the event (before LogRecord.event_name existed)
+GEN_AI_EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"  # messages as attributes
+GEN_AI_EVENT_SYSTEM_MESSAGE = "gen_ai.system.message"  # body {content}
+GEN_AI_EVENT_USER_MESSAGE = "gen_ai.user.message"  # body {content}
+GEN_AI_EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"  # body {content, tool_calls}
+GEN_AI_EVENT_TOOL_MESSAGE = "gen_ai.tool.message"  # body {content, id}
+GEN_AI_EVENT_CHOICE = "gen_ai.choice"  # body {index, finish_reason, message}
+GEN_AI_INPUT_MESSAGE_EVENTS = {
+    GEN_AI_EVENT_SYSTEM_MESSAGE: "system",
+    GEN_AI_EVENT_USER_MESSAGE: "user",
+    GEN_AI_EVENT_ASSISTANT_MESSAGE: "assistant",
+    GEN_AI_EVENT_TOOL_MESSAGE: "tool",
+}  # event name -> the role its message had
+GEN_AI_EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = _g.GEN_AI_EVALUATION_NAME
+GEN_AI_EVALUATION_SCORE_VALUE = _g.GEN_AI_EVALUATION_SCORE_VALUE
+GEN_AI_EVALUATION_SCORE_LABEL = _g.GEN_AI_EVALUATION_SCORE_LABEL
+GEN_AI_EVALUATION_EXPLANATION = _g.GEN_AI_EVALUATION_EXPLANATION

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboards import charts
 from dashboards.text import code, inert
-from dashboards.trace_view import StepView, build_trace_view
+from dashboards.trace_view import LLMCall, StepView, build_trace_view
 from dashboards.ui import COMPARE_PAGE, client, fmt_ms, fmt_usd, guard, param, set_param
 
 STEPS_PER_PAGE = 20
@@ -39,6 +39,26 @@ def _step_label(step: StepView) -> str:
     return f"{flags}Step {step.index}" + (f" · {what}" if what else "") + f" · {fmt_ms(step.duration_ms)}"
 
 
+def _render_llm_calls(calls: list[LLMCall]) -> None:
+    """The LLM calls table, then each call's input/output messages (from its attributes or, for
+    clients that log content, from its log records)."""
+    st.dataframe(
+        [
+            {"model": x.model, "provider": x.provider, "attempt": x.attempt, "tokens in": x.input_tokens,
+             "tokens out": x.output_tokens, "estimated": x.estimated, "cost $": x.cost_usd,
+             "ms": round(x.duration_ms, 1), "fallback from": x.fallback_from, "error": x.error}
+            for x in calls
+        ],
+        hide_index=True,
+    )
+    for n, call in enumerate(calls):
+        if call.input_messages or call.output_messages:
+            source = " (from logs)" if call.messages_from_logs else ""
+            tabs = st.tabs([f"call {n + 1}: input messages{source}", f"call {n + 1}: output messages{source}"])
+            tabs[0].code(call.input_messages or "(not captured)", language="json")
+            tabs[1].code(call.output_messages or "(not captured)", language="json")
+
+
 def _render_step(step: StepView) -> None:
     for err in step.errors:
         st.error(inert(err), icon=":material/error:")
@@ -64,20 +84,7 @@ def _render_step(step: StepView) -> None:
         st.code(step.observation, language=None)
     if step.llm_calls:
         st.markdown("**LLM calls**")
-        st.dataframe(
-            [
-                {"model": x.model, "provider": x.provider, "attempt": x.attempt, "tokens in": x.input_tokens,
-                 "tokens out": x.output_tokens, "estimated": x.estimated, "cost $": x.cost_usd,
-                 "ms": round(x.duration_ms, 1), "fallback from": x.fallback_from, "error": x.error}
-                for x in step.llm_calls
-            ],
-            hide_index=True,
-        )
-        for n, call in enumerate(step.llm_calls):
-            if call.input_messages or call.output_messages:
-                tabs = st.tabs([f"call {n + 1}: input messages", f"call {n + 1}: output messages"])
-                tabs[0].code(call.input_messages or "(not captured)", language="json")
-                tabs[1].code(call.output_messages or "(not captured)", language="json")
+        _render_llm_calls(step.llm_calls)
     if step.budget:
         b = step.budget
         st.caption(
@@ -122,6 +129,13 @@ with guard():
     if view.answer:
         with st.expander("Answer", expanded=True):
             st.text(view.answer)
+    if view.evaluations:
+        st.markdown("**Evaluations**")
+        st.dataframe(
+            [{"evaluation": e.name, "score": e.score_value, "label": e.score_label, "explanation": e.explanation,
+              "span": e.span_id} for e in view.evaluations],
+            hide_index=True,
+        )
     if view.errors:
         lines = [
             f"- {'step ' + str(e.step_index) + ' · ' if e.step_index is not None else ''}{code(e.name)}: "
@@ -136,6 +150,11 @@ with guard():
         if not view.steps:
             st.info("This trace has no step spans (it comes from another client or is not an agent run): "
                     "see the Timeline and Spans tabs.")
+            if view.llm_calls:
+                st.markdown(f"**LLM calls** ({len(view.llm_calls)})")
+                _render_llm_calls(view.llm_calls[:STEPS_PER_PAGE])
+                if len(view.llm_calls) > STEPS_PER_PAGE:
+                    st.caption(f"first {STEPS_PER_PAGE} of {len(view.llm_calls)} LLM calls; see the Spans tab")
         else:
             only_errors = st.toggle("Only steps with errors", value=param("errors_only") == "1")
             set_param("errors_only", "1" if only_errors else None)
@@ -173,5 +192,11 @@ with guard():
             if span.events:
                 st.markdown("events")
                 st.json(span.events, expanded=False)
+            if span.logs:
+                st.markdown(f"log records ({len(span.logs)})")
+                st.json([entry.model_dump(mode="json") for entry in span.logs], expanded=False)
         else:
-            st.caption("Select a span to see its attributes and events.")
+            st.caption("Select a span to see its attributes, events and log records.")
+        if trace.logs:
+            with st.expander(f"Log records keyed to no span of this trace ({len(trace.logs)})"):
+                st.json([entry.model_dump(mode="json") for entry in trace.logs], expanded=False)

@@ -27,3 +27,5 @@ class StoreStats:
     upkeep_passes: int = 0  # analytics upkeep passes (ingest/store/upkeep.py)
     last_upkeep_latency_s: float = 0.0
     writer_error: str | None = None  # set when DuckDB failed fatally and loading stopped
+    logs_stored: int = 0  # OTLP log records committed to DuckDB (log_records)
+    logs_deduplicated: int = 0  # log records of retried exports, already stored

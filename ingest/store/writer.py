@@ -1,4 +1,5 @@
 """The ONE thread that owns the DuckDB write connection: loads spool records, runs retention and tasks.
+Log records (spool kind LOGS) are normalized by ingest/store/logs_load.py and committed with the spans.
 
 Why a single writer (datasette style): DuckDB serializes writers anyway and concurrent write
 transactions on the same rows conflict; queueing every write through one thread removes conflicts
@@ -41,10 +42,17 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
 
-from ingest.store import upkeep
+from ingest.store import logs_load, upkeep
 from ingest.store.loading import LoadResult, load_batch
 from ingest.store.retention import DEFAULT_CHUNK_ROWS, retention_chunk
-from ingest.store.spool import Position, delete_segments_before, encode_record, list_segments, read_segment
+from ingest.store.spool import (
+    Position,
+    RecordKind,
+    delete_segments_before,
+    encode_record,
+    list_segments,
+    read_segment,
+)
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +82,7 @@ class LoadItem:
     nspans: int
     end: Position
     table: pa.Table | None = None
+    kind: RecordKind = RecordKind.TRACES  # LOGS: `payload` is an ExportLogsServiceRequest (logs_load)
 
     def parsed(self) -> ExportTraceServiceRequest:
         if self.request is not None:
@@ -252,13 +261,19 @@ class Writer:
             offset = start.offset if segment == start.segment else 0
             for record in read_segment(self._spool_dir, segment, offset):
                 seq += 1
-                try:
-                    request: ExportTraceServiceRequest | None = ExportTraceServiceRequest.FromString(record.payload)
-                except Exception:  # noqa: BLE001 - _load dead-letters it with the real parse error
-                    request = None
-                n = 0 if request is None else count_spans(request)
+                request: ExportTraceServiceRequest | None = None
+                if record.kind is RecordKind.LOGS:
+                    n = logs_load.count(record.payload)
+                else:
+                    try:
+                        request = ExportTraceServiceRequest.FromString(record.payload)
+                    except Exception:  # noqa: BLE001 - _load dead-letters it with the real parse error
+                        request = None
+                    n = 0 if request is None else count_spans(request)
                 # nbytes 0: replayed records were never counted in the queue budget
-                batch.append(LoadItem(seq, record.project, request, record.payload, 0, n, record.end))
+                batch.append(
+                    LoadItem(seq, record.project, request, record.payload, 0, n, record.end, kind=record.kind)
+                )
                 spans += n
                 count += 1
                 if spans >= self._load_batch_spans:
@@ -361,16 +376,17 @@ class Writer:
                 parts.append((item, item.table))
                 continue
             try:
-                table = self._normalize(item.project, item.parsed(), now)
+                table = self._normalize_item(item, now)
             except Exception as exc:  # noqa: BLE001 - a poison record must not stop the loader
                 self._dead_letter(item, exc)
                 parts.append((item, None))
                 continue
             parts.append((item, table))
-        tables = [t for _, t in parts if t is not None and t.num_rows]
+        tables = [t for i, t in parts if t is not None and t.num_rows and i.kind is RecordKind.TRACES]
         table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+        logs = logs_load.concat([t for i, t in parts if t is not None and i.kind is RecordKind.LOGS])
         try:
-            result = self._load_retrying(table, batch[-1].end, now)
+            result = self._load_retrying(table, batch[-1].end, now, logs)
         except FATAL_ERRORS as exc:
             self._fail(exc)
             return
@@ -382,10 +398,18 @@ class Writer:
             return
         self._finish(batch, result, started)
 
+    def _normalize_item(self, item: LoadItem, now: datetime) -> pa.Table:
+        """The rows of one record, by its kind: spans through the normalizer, log records through
+        ingest/store/logs_load.py."""
+        if item.kind is RecordKind.LOGS:
+            return logs_load.normalize(item.project, item.raw(), now)
+        return self._normalize(item.project, item.parsed(), now)
+
     def _load_one_by_one(self, parts: list[tuple[LoadItem, pa.Table | None]], now: datetime, started: float) -> None:
         for item, table in parts:
+            logs = table if item.kind is RecordKind.LOGS else None
             try:
-                result = self._load_retrying(table, item.end, now)
+                result = self._load_retrying(None if logs is not None else table, item.end, now, logs)
             except FATAL_ERRORS as exc:
                 self._fail(exc)
                 return
@@ -401,7 +425,9 @@ class Writer:
                 result = LoadResult(received=0, inserted=0)
             self._finish([item], result, started)
 
-    def _load_retrying(self, table: pa.Table | None, end: Position, now: datetime) -> LoadResult:
+    def _load_retrying(
+        self, table: pa.Table | None, end: Position, now: datetime, logs: pa.Table | None = None
+    ) -> LoadResult:
         def stop(state: RetryCallState) -> bool:
             return self._closing and state.attempt_number >= 3
 
@@ -416,7 +442,7 @@ class Writer:
             reraise=True,
         ):
             with attempt:
-                return load_batch(self._conn, table, end, now)
+                return load_batch(self._conn, table, end, now, logs)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _finish(self, items: list[LoadItem], result: LoadResult, started: float) -> None:
@@ -445,7 +471,7 @@ class Writer:
             dead = self._spool_dir / "dead"
             dead.mkdir(parents=True, exist_ok=True)
             stem = f"{item.end.segment:012d}-{item.end.offset:012d}"
-            (dead / f"{stem}.rec").write_bytes(encode_record(item.project, item.raw()))
+            (dead / f"{stem}.rec").write_bytes(encode_record(item.project, item.raw(), item.kind))
             (dead / f"{stem}.txt").write_text(f"{type(exc).__name__}: {exc}\n")
         except Exception:  # noqa: BLE001 - keep loading; the log line above says what was lost
             log.exception("could not write dead-letter record %s/%d", item.end.segment, item.end.offset)

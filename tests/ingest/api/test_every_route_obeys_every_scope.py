@@ -87,6 +87,7 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/api/cost"): ("read", {"params": {**WINDOW, "group_by": "agent"}}),
         ("get", "/api/diff"): ("read", {"params": {"a": a["traces"][0], "b": b["traces"][0]}}),
         ("get", "/api/prices"): ("read", {}),
+        ("get", "/api/models"): ("read", {"params": WINDOW}),
         ("get", "/api/replanning"): ("read", {"params": WINDOW}),
         ("get", "/api/regressions"): ("read", {"params": WINDOW}),
         ("get", "/api/alerts"): ("read", {}),
@@ -102,6 +103,7 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/readyz"): ("any", {}),
         ("get", "/healthz"): ("open", {}),
         ("post", "/v1/traces"): ("ingest", {"content": b"", "headers": {"content-type": "application/x-protobuf"}}),
+        ("post", "/v1/logs"): ("ingest", {"content": b"", "headers": {"content-type": "application/x-protobuf"}}),
     }
 
 
