@@ -58,3 +58,10 @@ class IngestMetrics:
         self.checkpoint_seconds = Histogram(
             "steplens_checkpoint_seconds", "Latency of one DuckDB checkpoint run by the writer.", registry=r
         )
+        # Input limits (design.md §3 "Input limits"): what was changed at the door or while normalizing.
+        self.values_out_of_range = Counter(
+            "steplens_values_out_of_range",
+            "Numeric span values stored as NULL for being out of range (token counts, costs), by kind.",
+            ["kind"],
+            registry=r,
+        )

@@ -21,9 +21,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from ingest.normalize.classify import operation_class
 from ingest.normalize.derived import derived_columns, json_text
 from ingest.normalize.values import (
+    MAX_COUNT,
     as_bool,
+    as_cost,
     as_count,
-    as_float,
     as_int32,
     as_str,
     attributes,
@@ -108,7 +109,7 @@ def first_count(attrs: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     for key in keys:
         value = get(key)
         if value is not None:
-            if value.__class__ is int and value >= 0:
+            if value.__class__ is int and 0 <= value <= MAX_COUNT:
                 return value
             n = as_count(value)
             if n is not None:
@@ -198,7 +199,7 @@ def span_row(
         input_tokens = first_count(attrs, INPUT_TOKEN_KEYS)
         output_tokens = first_count(attrs, OUTPUT_TOKEN_KEYS)
         cache_read = first_count(attrs, CACHE_READ_KEYS)
-    cost = as_float(get(c.COST_USD))
+    cost = as_cost(get(c.COST_USD))
     cost_source = None
     if cost is not None:
         cost_source = _COST_SPAN
