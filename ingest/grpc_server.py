@@ -26,6 +26,7 @@ from ingest.errors import IngestError, Internal, Overloaded, PortInUse
 from ingest.metrics import IngestMetrics
 from ingest.otlp.decode import parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.limits import AttributeLimits
 from ingest.otlp.validate import ValidationResult, validate_request
 
 log = logging.getLogger(__name__)
@@ -41,10 +42,13 @@ class TraceServiceHandler:
     undecodable message is INVALID_ARGUMENT (like HTTP's 400) rather than gRPC's generic INTERNAL
     "Exception deserializing request". Project and permission come from the call's metadata key."""
 
-    def __init__(self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing) -> None:
+    def __init__(
+        self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, limits: AttributeLimits | None = None
+    ) -> None:
         self.store = store
         self.metrics = metrics
         self.keyring = keyring
+        self.limits = limits
 
     def generic_handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -75,12 +79,12 @@ class TraceServiceHandler:
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
         principal = self.keyring.authenticate(presented_key(metadata.get("authorization"), metadata.get("x-api-key")))
         authorize(principal, "ingest")
-        result = await asyncio.to_thread(_decode_and_validate, body)
+        result = await asyncio.to_thread(_decode_and_validate, body, self.limits)
         return await export_validated(result, principal.project, self.store, self.metrics)
 
 
-def _decode_and_validate(body: bytes) -> ValidationResult:
-    return validate_request(parse_protobuf(body))
+def _decode_and_validate(body: bytes, limits: AttributeLimits | None = None) -> ValidationResult:
+    return validate_request(parse_protobuf(body), None, limits, len(body))
 
 
 def _error_metadata(error: IngestError) -> tuple[tuple[str, bytes], ...]:
@@ -113,7 +117,7 @@ async def start_grpc_server(
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ]
     )
-    server.add_generic_rpc_handlers((TraceServiceHandler(store, metrics, keyring).generic_handler(),))
+    server.add_generic_rpc_handlers((TraceServiceHandler(store, metrics, keyring, settings.attribute_limits).generic_handler(),))
     address = grpc_address(settings.host, port)
     try:
         bound = server.add_insecure_port(address)

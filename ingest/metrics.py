@@ -65,3 +65,11 @@ class IngestMetrics:
             ["kind"],
             registry=r,
         )
+        self.values_truncated = Counter(
+            "steplens_values_truncated",
+            "Attribute values (and span names, status messages) cut to max_attribute_value_bytes at the door.",
+            registry=r,
+        )
+        self.attributes_dropped = Counter(
+            "steplens_attributes_dropped", "Attributes dropped at the door over max_attributes_per_span.", registry=r
+        )

@@ -42,6 +42,7 @@ from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import InflightBudget, Reservation
 from ingest.otlp.decode import BodyFormat, body_format, decompress, parse_json, parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.limits import AttributeLimits
 from ingest.otlp.respond import encode, error_status
 from ingest.otlp.validate import ValidationResult, validate_request
 
@@ -117,7 +118,8 @@ def create_app(
         try:
             raw = await _read_body(request, settings.max_body_bytes, reservation)
             result = await asyncio.to_thread(
-                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation
+                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation,
+                settings.attribute_limits,
             )
             del raw
             response = await export_validated(result, principal.project, store, metrics)
@@ -160,19 +162,24 @@ async def _read_body(request: Request, limit: int, reservation: Reservation) -> 
 
 
 def _decode_and_validate(
-    raw: bytes, fmt: BodyFormat, encoding: str | None, limit: int, reservation: Reservation
+    raw: bytes,
+    fmt: BodyFormat,
+    encoding: str | None,
+    limit: int,
+    reservation: Reservation,
+    limits: AttributeLimits | None = None,
 ) -> ValidationResult:
     """CPU-bound part of an export, run in a worker thread so the event loop keeps serving."""
     data = decompress(raw, encoding, limit)
     if data is not raw:
         reservation.take(len(data))
     if fmt is BodyFormat.PROTOBUF:
-        result = validate_request(parse_protobuf(data))
-        if not result.rejections:
+        result = validate_request(parse_protobuf(data), None, limits, len(data))
+        if not result.rejections and not result.changed:
             result.payload = data
         return result
     decoded = parse_json(data)
-    return validate_request(decoded.request, decoded.rejections)
+    return validate_request(decoded.request, decoded.rejections, limits, len(data))
 
 
 # ---------------------------------------------------------------------------------------------

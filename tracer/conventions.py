@@ -351,3 +351,7 @@ EXCEPTION_STACKTRACE = "exception.stacktrace"  # attribute of the `exception` ev
 # Read by ingest's analytics (added for per-tool observation size of foreign clients).
 OI_INPUT_VALUE = "input.value"  # OpenInference: a span's input (a tool's arguments)
 OI_OUTPUT_VALUE = "output.value"  # OpenInference: a span's output (a tool's result)
+
+# Marks ingest adds to what it had to cut at the door (design.md §3 "Input limits").
+INGEST_TRUNCATED = "steplens.ingest.truncated"  # kvlist: where -> original size in bytes
+INGEST_DROPPED_ATTRIBUTES = "steplens.ingest.dropped_attributes"  # attributes dropped over the count limit

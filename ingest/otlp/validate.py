@@ -15,6 +15,8 @@ from enum import StrEnum
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from ingest.otlp.limits import AttributeLimits, enforce_limits
+
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
 _MAX_MESSAGE = 1000  # characters of partial_success.error_message
@@ -47,6 +49,11 @@ class ValidationResult:
     # The request's protobuf bytes when the body was protobuf and nothing was removed: the store
     # spools and normalizes these instead of serializing the request again.
     payload: bytes | None = None
+    # Stored, but changed: cut to the attribute limits or repaired (partial_success with rejected 0).
+    warnings: list[str] = field(default_factory=list)
+    changed: bool = False  # the request differs from the body (so `payload` must not be used)
+    values_truncated: int = 0
+    attributes_dropped: int = 0
 
     @property
     def rejected(self) -> int:
@@ -73,12 +80,29 @@ def span_problem(span: Span) -> Rejection | None:
 
 
 def validate_request(
-    request: ExportTraceServiceRequest, prior: list[Rejection] | None = None
+    request: ExportTraceServiceRequest,
+    prior: list[Rejection] | None = None,
+    limits: AttributeLimits | None = None,
+    body_bytes: int = 0,
 ) -> ValidationResult:
-    """Remove invalid spans from `request` (in place) and report them after `prior` rejections.
+    """Remove invalid spans from `request` (in place) and report them after `prior` rejections;
+    then cut what is left to `limits` (ingest/otlp/limits.py), `body_bytes` being the decoded size.
 
     The common all-valid case touches nothing; only scope lists holding a bad span are rebuilt.
     """
+    result = _validate_ids(request, prior)
+    if limits is not None:
+        report = enforce_limits(request, body_bytes, limits)
+        warning = report.warning(limits)
+        if warning is not None:
+            result.warnings.append(warning)
+            result.changed = True
+            result.values_truncated = report.truncated
+            result.attributes_dropped = report.dropped
+    return result
+
+
+def _validate_ids(request: ExportTraceServiceRequest, prior: list[Rejection] | None) -> ValidationResult:
     rejections = list(prior or [])
     accepted = 0
     for rs in request.resource_spans:
@@ -100,6 +124,11 @@ def validate_request(
             accepted += len(copies)
             rejections.extend(bad)
     return ValidationResult(request, accepted, rejections)
+
+
+def bounded_message(text: str) -> str:
+    """`text` cut to the length of one partial_success.error_message."""
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
 def rejection_message(rejections: list[Rejection]) -> str:
