@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     max_inflight_bytes: int = Field(
         256 * MIB, description="Bytes of request bodies being read/decoded at once before answering 503."
     )
+    max_gzip_members: int = Field(
+        1000, ge=1, description="Most gzip members (concatenated streams) in one request body (413 beyond)."
+    )
     max_attribute_value_bytes: int = Field(
         1 * MIB,
         ge=1024,

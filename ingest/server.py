@@ -40,7 +40,14 @@ from ingest.errors import (
 from ingest.health import health_router
 from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import InflightBudget, Reservation
-from ingest.otlp.decode import BodyFormat, body_format, decompress, parse_json, parse_protobuf
+from ingest.otlp.decode import (
+    DEFAULT_MAX_GZIP_MEMBERS,
+    BodyFormat,
+    body_format,
+    decompress,
+    parse_json,
+    parse_protobuf,
+)
 from ingest.otlp.export import SpanSink, export_validated
 from ingest.otlp.limits import AttributeLimits
 from ingest.otlp.respond import encode, error_status
@@ -119,7 +126,7 @@ def create_app(
             raw = await _read_body(request, settings.max_body_bytes, reservation)
             result = await asyncio.to_thread(
                 _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation,
-                settings.attribute_limits,
+                settings.attribute_limits, settings.max_gzip_members,
             )
             del raw
             response = await export_validated(result, principal.project, store, metrics)
@@ -168,9 +175,10 @@ def _decode_and_validate(
     limit: int,
     reservation: Reservation,
     limits: AttributeLimits | None = None,
+    max_gzip_members: int = DEFAULT_MAX_GZIP_MEMBERS,
 ) -> ValidationResult:
     """CPU-bound part of an export, run in a worker thread so the event loop keeps serving."""
-    data = decompress(raw, encoding, limit)
+    data = decompress(raw, encoding, limit, max_gzip_members)
     if data is not raw:
         reservation.take(len(data))
     if fmt is BodyFormat.PROTOBUF:
