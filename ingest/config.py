@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     max_inflight_bytes: int = Field(
         256 * MIB, description="Bytes of request bodies being read/decoded at once before answering 503."
     )
+    body_read_timeout_s: float = Field(
+        30.0,
+        ge=0,
+        description="Most seconds to receive a request body once its headers arrived (408, connection closed, "
+        "beyond); 0 disables.",
+    )
     max_gzip_members: int = Field(
         1000, ge=1, description="Most gzip members (concatenated streams) in one request body (413 beyond)."
     )

@@ -73,3 +73,7 @@ class IngestMetrics:
         self.attributes_dropped = Counter(
             "steplens_attributes_dropped", "Attributes dropped at the door over max_attributes_per_span.", registry=r
         )
+        self.body_read_timeouts = Counter(
+            "steplens_body_read_timeouts", "Requests answered 408: the body did not arrive within body_read_timeout_s.",
+            registry=r,
+        )

@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
 from ingest.auth import KeyRing, Principal, RequireKeyMiddleware, check_bind_policy, require_scope
+from ingest.body_timeout import BodyReadTimeout
 from ingest.config import Settings, load_settings
 from ingest.errors import (
     ConfigError,
@@ -116,6 +117,10 @@ def create_app(
     app.add_exception_handler(Exception, on_unexpected)
     if keyring.enabled:
         app.add_middleware(RequireKeyMiddleware, keyring=keyring, render_error=render_error)
+    # Outermost but for Starlette's own: a slow body is cut off whatever the route (ingest/body_timeout.py).
+    app.add_middleware(
+        BodyReadTimeout, timeout_s=settings.body_read_timeout_s, on_timeout=metrics.body_read_timeouts.inc
+    )
 
     async def export_traces(request: Request, principal: Principal = Depends(require_scope("ingest"))) -> Response:
         fmt = body_format(request.headers.get("content-type"))
