@@ -37,6 +37,9 @@ class IngestError(Exception):
     reason: ClassVar[str] = "internal"
 
     def __init__(self, message: str) -> None:
+        # The message goes back to the client in a protobuf string or JSON: it must be valid UTF-8
+        # even when it quotes hostile input (a lone surrogate is shown as the escape `\ud800`).
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
         super().__init__(message)
         self.message = message
 

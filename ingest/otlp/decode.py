@@ -160,13 +160,66 @@ def parse_json(data: bytes) -> DecodedRequest:
         raise Malformed(f"body is not valid JSON: {_short(exc)}") from None
     if not isinstance(doc, dict):
         raise Malformed("OTLP/JSON body must be an object with a resourceSpans list")
+    if _MAYBE_SURROGATE.search(data):
+        _refuse_lone_surrogates(doc)
     rejections = _hex_ids_to_base64(doc)
     request = ExportTraceServiceRequest()
     try:
         json_format.ParseDict(doc, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError, OverflowError) as exc:
+    except (json_format.ParseError, ValueError, TypeError, RecursionError, OverflowError, SystemError) as exc:
+        # SystemError: upb's name lookups fail that way on text protobuf cannot hold
         raise Malformed(f"body is not a valid OTLP/JSON ExportTraceServiceRequest: {_short(exc)}") from None
     return DecodedRequest(request, rejections)
+
+
+# A JSON \u escape of a UTF-16 surrogate, or a surrogate's raw (invalid UTF-8) bytes, which
+# json.loads accepts: only bodies with one of these can hold a lone surrogate (emoji written as
+# escaped pairs match too, and pass the exact check below).
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\xed[\xa0-\xbf]")
+
+
+def _refuse_lone_surrogates(doc: Any) -> None:
+    """Raise Malformed naming where a string (or a key) holds a lone surrogate.
+
+    Why refuse instead of letting protobuf parse: its name lookups (field names, enum names such
+    as `kind` or `status.code`) fail with a SystemError on such text, which used to be a 500 that
+    reset the keep-alive connection; and no protobuf string can hold one anyway.
+    """
+    try:
+        where = _lone_surrogate_at(doc, "")
+    except RecursionError:
+        raise Malformed("OTLP/JSON body is nested too deeply") from None
+    if where is not None:
+        raise Malformed(
+            f"OTLP/JSON text at {_short(where or 'the top level')} holds a lone UTF-16 surrogate (such as \\ud800 "
+            "without its pair): JSON strings must be valid Unicode"
+        )
+
+
+def _lone_surrogate_at(obj: Any, path: str) -> str | None:
+    if isinstance(obj, str):
+        return None if _valid_unicode(obj) else path
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if not _valid_unicode(key):
+                return f"{path} (a field name)" if path else "a top-level field name"
+            found = _lone_surrogate_at(value, f"{path}.{key}" if path else key)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            found = _lone_surrogate_at(value, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def decode_body(
