@@ -9,6 +9,7 @@ the normalizer, because dropping a real (if clock-skewed) span would hide it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -54,6 +55,7 @@ class ValidationResult:
     changed: bool = False  # the request differs from the body (so `payload` must not be used)
     values_truncated: int = 0
     attributes_dropped: int = 0
+    zero_parents: int = 0  # spans whose all-zero parent_span_id was cleared (stored as roots)
 
     @property
     def rejected(self) -> int:
@@ -105,8 +107,10 @@ def validate_request(
 def _validate_ids(request: ExportTraceServiceRequest, prior: list[Rejection] | None) -> ValidationResult:
     rejections = list(prior or [])
     accepted = 0
+    roots = 0
     for rs in request.resource_spans:
         for ss in rs.scope_spans:
+            roots += _zero_parents_to_roots(ss.spans)
             problems = [span_problem(s) for s in ss.spans]
             bad = [p for p in problems if p is not None]
             if not bad:
@@ -123,7 +127,29 @@ def _validate_ids(request: ExportTraceServiceRequest, prior: list[Rejection] | N
             ss.spans.extend(copies)
             accepted += len(copies)
             rejections.extend(bad)
-    return ValidationResult(request, accepted, rejections)
+    result = ValidationResult(request, accepted, rejections)
+    if roots:
+        result.changed = True
+        result.zero_parents = roots
+        result.warnings.append(
+            f"{roots} span(s) had an all-zero parent_span_id, which is not a valid span id (a root span has "
+            "an empty one): stored as root spans"
+        )
+    return result
+
+
+_ZERO_PARENT = bytes(SPAN_ID_BYTES)
+
+
+def _zero_parents_to_roots(spans: Iterable[Span]) -> int:
+    """Clear all-zero parent ids (an invalid id: OTLP marks a root by an empty parent_span_id, and
+    some clients write zeros instead); returns how many. The span is kept, as the root it means."""
+    n = 0
+    for span in spans:
+        if span.parent_span_id == _ZERO_PARENT:
+            span.parent_span_id = b""
+            n += 1
+    return n
 
 
 def bounded_message(text: str) -> str:
