@@ -73,20 +73,21 @@ def enforce_limits(request: ExportTraceServiceRequest, body_bytes: int, limits: 
     check_counts = body_bytes > 2 * limits.max_attributes  # an attribute takes at least 2 bytes
     if not check_values and not check_counts:
         return report
+    max_bytes, n = limits.max_value_bytes, limits.max_attributes
     for rs in request.resource_spans:
         _limit_owner(rs.resource, "resource", limits, report, check_values)
         for ss in rs.scope_spans:
             _limit_owner(ss.scope, "scope", limits, report, check_values)
-            for span in ss.spans:
-                big = check_values and span.ByteSize() > limits.max_value_bytes
-                if big or len(span.attributes) > limits.max_attributes or _many_event_attributes(span, limits):
+            for span in ss.spans:  # the hot loop: cheapest checks first, no call per span
+                big = check_values and span.ByteSize() > max_bytes
+                if (
+                    big
+                    or len(span.attributes) > n
+                    or (span.events and any(len(e.attributes) > n for e in span.events))
+                    or (span.links and any(len(k.attributes) > n for k in span.links))
+                ):
                     _limit_span(span, limits, report, big)
     return report
-
-
-def _many_event_attributes(span: Span, limits: AttributeLimits) -> bool:
-    n = limits.max_attributes
-    return any(len(e.attributes) > n for e in span.events) or any(len(k.attributes) > n for k in span.links)
 
 
 class _Cuts:
