@@ -77,6 +77,12 @@ class Settings(BaseSettings):
         description="Most attributes kept per span (and per event, link, resource, scope); the rest are dropped, "
         "counted in `dropped_attributes_count` and `steplens.ingest.dropped_attributes`.",
     )
+    max_events_per_span: int = Field(
+        1024,
+        ge=16,
+        description="Most events (and, separately, links) kept per span; the rest are dropped, counted in "
+        "`dropped_events_count` / `dropped_links_count` and `steplens.ingest.dropped_events`.",
+    )
     retry_after_s: int = Field(1, ge=1, le=5, description="Retry-After seconds sent with 429/503 (1..5).")
     commit_interval_ms: int = Field(20, description="Group-commit window: requests arriving within it share one fsync.")
     load_batch_spans: int = Field(50_000, description="Most spans the loader writes to DuckDB in one transaction.")
@@ -169,7 +175,7 @@ class Settings(BaseSettings):
     @property
     def attribute_limits(self) -> AttributeLimits:
         """The limits the receivers cut spans to (ingest/otlp/limits.py)."""
-        return AttributeLimits(self.max_attribute_value_bytes, self.max_attributes_per_span)
+        return AttributeLimits(self.max_attribute_value_bytes, self.max_attributes_per_span, self.max_events_per_span)
 
     @property
     def spool_path(self) -> Path:

@@ -77,6 +77,9 @@ class IngestMetrics:
             "steplens_body_read_timeouts", "Requests answered 408: the body did not arrive within body_read_timeout_s.",
             registry=r,
         )
+        self.events_dropped = Counter(
+            "steplens_events_dropped", "Span events and links dropped at the door over max_events_per_span.", registry=r
+        )
         self.spans_repaired = Counter(
             "steplens_spans_repaired",
             "Spans stored after a repair reported in partial_success (e.g. an all-zero parent id made a root), by reason.",

@@ -355,3 +355,4 @@ OI_OUTPUT_VALUE = "output.value"  # OpenInference: a span's output (a tool's res
 # Marks ingest adds to what it had to cut at the door (design.md §3 "Input limits").
 INGEST_TRUNCATED = "steplens.ingest.truncated"  # kvlist: where -> original size in bytes
 INGEST_DROPPED_ATTRIBUTES = "steplens.ingest.dropped_attributes"  # attributes dropped over the count limit
+INGEST_DROPPED_EVENTS = "steplens.ingest.dropped_events"  # events and links dropped over the count limit

@@ -47,6 +47,8 @@ async def export_validated(
         metrics.values_truncated.inc(result.values_truncated)
     if result.attributes_dropped:
         metrics.attributes_dropped.inc(result.attributes_dropped)
+    if result.events_dropped:
+        metrics.events_dropped.inc(result.events_dropped)
     if result.zero_parents:
         metrics.spans_repaired.labels(reason="zero_parent_span_id").inc(result.zero_parents)
     if result.accepted:

@@ -14,6 +14,9 @@ What is cut (design.md §3 "Input limits"):
 - attributes beyond `max_attributes` of one owner are dropped (the first ones are kept), added to
   the owner's OTLP `dropped_attributes_count`, and counted on the span as
   `steplens.ingest.dropped_attributes`;
+- events beyond `max_events` of one span are dropped (the first ones kept), and so are links,
+  added to `dropped_events_count` / `dropped_links_count` and counted on the span as
+  `steplens.ingest.dropped_events`;
 - every cut value is listed in the owner's `steplens.ingest.truncated` attribute: a kvlist of
   where -> original size in bytes (where: the attribute key, `(name)`, `(status.message)`,
   `(events[i].name)`, `(events[i]) key`, `(links[i]) key`).
@@ -40,10 +43,11 @@ _STATUS_MESSAGE = "(status.message)"
 
 @dataclass(frozen=True)
 class AttributeLimits:
-    """The two limits (settings `max_attribute_value_bytes`, `max_attributes_per_span`)."""
+    """The limits (settings `max_attribute_value_bytes`, `max_attributes_per_span`, `max_events_per_span`)."""
 
     max_value_bytes: int
     max_attributes: int
+    max_events: int = 1024  # events, and separately links, per span
 
 
 @dataclass
@@ -53,16 +57,19 @@ class LimitReport:
     spans: int = 0  # spans (or resources/scopes) that had something cut
     truncated: int = 0  # values truncated
     dropped: int = 0  # attributes dropped
+    dropped_events: int = 0  # events and links dropped
     example: str = ""  # one cut, for the client's message
 
     def warning(self, limits: AttributeLimits) -> str | None:
         """The partial_success message (rejected 0: everything was stored, some of it cut)."""
-        if not self.truncated and not self.dropped:
+        if not self.truncated and not self.dropped and not self.dropped_events:
             return None
         return (
             f"{self.spans} span(s) stored cut to the attribute limits ({self.truncated} value(s) truncated to "
             f"{limits.max_value_bytes} bytes, {self.dropped} attribute(s) over {limits.max_attributes} per "
-            f"span dropped; marked in {c.INGEST_TRUNCATED} / {c.INGEST_DROPPED_ATTRIBUTES}), e.g. {self.example}"
+            f"span dropped, {self.dropped_events} event(s)/link(s) over {limits.max_events} per span dropped; "
+            f"marked in {c.INGEST_TRUNCATED} / {c.INGEST_DROPPED_ATTRIBUTES} / {c.INGEST_DROPPED_EVENTS}), "
+            f"e.g. {self.example}"
         )
 
 
@@ -70,10 +77,10 @@ def enforce_limits(request: ExportTraceServiceRequest, body_bytes: int, limits: 
     """Cut every span of `request` (in place) to `limits`; `body_bytes` is the decoded body's size."""
     report = LimitReport()
     check_values = body_bytes > limits.max_value_bytes
-    check_counts = body_bytes > 2 * limits.max_attributes  # an attribute takes at least 2 bytes
+    check_counts = body_bytes > 2 * min(limits.max_attributes, limits.max_events)  # each takes >= 2 bytes
     if not check_values and not check_counts:
         return report
-    max_bytes, n = limits.max_value_bytes, limits.max_attributes
+    max_bytes, n, max_events = limits.max_value_bytes, limits.max_attributes, limits.max_events
     for rs in request.resource_spans:
         _limit_owner(rs.resource, "resource", limits, report, check_values)
         for ss in rs.scope_spans:
@@ -83,6 +90,8 @@ def enforce_limits(request: ExportTraceServiceRequest, body_bytes: int, limits: 
                 if (
                     big
                     or len(span.attributes) > n
+                    or len(span.events) > max_events
+                    or len(span.links) > max_events
                     or (span.events and any(len(e.attributes) > n for e in span.events))
                     or (span.links and any(len(k.attributes) > n for k in span.links))
                 ):
@@ -96,9 +105,10 @@ class _Cuts:
     def __init__(self) -> None:
         self.sizes: dict[str, int] = {}
         self.dropped = 0
+        self.dropped_events = 0
 
     def __bool__(self) -> bool:
-        return bool(self.sizes) or self.dropped > 0
+        return bool(self.sizes) or self.dropped > 0 or self.dropped_events > 0
 
 
 def _limit_owner(owner: object, what: str, limits: AttributeLimits, report: LimitReport, check_values: bool) -> None:
@@ -113,6 +123,16 @@ def _limit_owner(owner: object, what: str, limits: AttributeLimits, report: Limi
 
 def _limit_span(span: Span, limits: AttributeLimits, report: LimitReport, check_values: bool) -> None:
     cuts = _Cuts()
+    if len(span.events) > limits.max_events:  # the first ones are kept, as for attributes
+        dropped = len(span.events) - limits.max_events
+        del span.events[limits.max_events :]
+        span.dropped_events_count += dropped
+        cuts.dropped_events += dropped
+    if len(span.links) > limits.max_events:
+        dropped = len(span.links) - limits.max_events
+        del span.links[limits.max_events :]
+        span.dropped_links_count += dropped
+        cuts.dropped_events += dropped
     span.dropped_attributes_count += _limit_attributes(span.attributes, "", limits, cuts)
     if check_values:
         span.name = _cut_text(span.name, _NAME, limits, cuts)
@@ -137,15 +157,20 @@ def _finish(attrs: object, cuts: _Cuts, what: str, report: LimitReport) -> None:
         attrs.append(KeyValue(key=c.INGEST_TRUNCATED, value=mark))  # type: ignore[attr-defined]
     if cuts.dropped:
         attrs.append(KeyValue(key=c.INGEST_DROPPED_ATTRIBUTES, value=AnyValue(int_value=cuts.dropped)))  # type: ignore[attr-defined]
+    if cuts.dropped_events:
+        attrs.append(KeyValue(key=c.INGEST_DROPPED_EVENTS, value=AnyValue(int_value=cuts.dropped_events)))  # type: ignore[attr-defined]
     report.spans += 1
     report.truncated += len(cuts.sizes)
     report.dropped += cuts.dropped
+    report.dropped_events += cuts.dropped_events
     if not report.example:
         if cuts.sizes:
             where, size = next(iter(cuts.sizes.items()))
             report.example = f"{what}: {where[:80]!r} of {size} bytes"
-        else:
+        elif cuts.dropped:
             report.example = f"{what}: {cuts.dropped} attribute(s) dropped"
+        else:
+            report.example = f"{what}: {cuts.dropped_events} event(s)/link(s) dropped"
 
 
 def _limit_attributes(attrs: object, prefix: str, limits: AttributeLimits, cuts: _Cuts) -> int:

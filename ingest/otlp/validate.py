@@ -55,6 +55,7 @@ class ValidationResult:
     changed: bool = False  # the request differs from the body (so `payload` must not be used)
     values_truncated: int = 0
     attributes_dropped: int = 0
+    events_dropped: int = 0
     zero_parents: int = 0  # spans whose all-zero parent_span_id was cleared (stored as roots)
 
     @property
@@ -101,6 +102,7 @@ def validate_request(
             result.changed = True
             result.values_truncated = report.truncated
             result.attributes_dropped = report.dropped
+            result.events_dropped = report.dropped_events
     return result
 
 

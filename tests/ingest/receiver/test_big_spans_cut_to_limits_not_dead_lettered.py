@@ -1,6 +1,6 @@
-"""A span with a 12-60 MiB attribute, a span with a million attributes and a body of exactly 64 MiB
-are stored cut to the documented attribute limits, with marks saying what was cut and how big it
-was, and the client is told in partial_success (rejected 0). The other spans of the request are
+"""A span with a 12-60 MiB attribute, a span with a million attributes (or events, or links) and a
+body of exactly 64 MiB are stored cut to the documented limits, with marks saying what was cut
+and how big it was, and the client is told in partial_success (rejected 0). The other spans of the request are
 stored whole; nothing is dead-lettered.
 
 Before: such bodies were acknowledged, then DuckDB could run out of memory loading them and the
@@ -25,6 +25,7 @@ from tracer import conventions as c
 MIB = 1024 * 1024
 VALUE_LIMIT = 1 * MIB  # the default max_attribute_value_bytes
 COUNT_LIMIT = 4096  # the default max_attributes_per_span
+EVENT_LIMIT = 1024  # the default max_events_per_span
 T0 = 1_767_268_800_000_000_000  # 2026-01-01T12:00:00Z in ns
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
@@ -64,6 +65,13 @@ def _span(trace_id: bytes, name: str, parent: bytes = b"", attrs: dict[str, str]
 def _many_attributes(n: int) -> bytes:
     """`n` int attributes `k0..k{n-1}` as Span field 9 entries, appended to a serialized span."""
     return b"".join(_field(9, KeyValue(key=f"k{i}", value=AnyValue(int_value=i)).SerializeToString()) for i in range(n))
+
+
+def _many_events_and_links(n: int) -> bytes:
+    """`n` events `e0..` (Span field 11) and `n` links (field 13), appended to a serialized span."""
+    events = b"".join(_field(11, Span.Event(name=f"e{i}", time_unix_nano=T0 + i).SerializeToString()) for i in range(n))
+    link = Span.Link(trace_id=b"\x01" * 16, span_id=b"\x02" * 8).SerializeToString()
+    return events + _field(13, link) * n
 
 
 def _body(spans: list[bytes]) -> bytes:
@@ -129,6 +137,21 @@ def test_span_with_a_million_attributes_keeps_the_first_ones_and_counts_the_rest
     assert set(spans) == {"root", "wide"}
     assert server.store.stats().records_dead_lettered == 0
     assert server.metrics.attributes_dropped._value.get() == 1_000_000 - COUNT_LIMIT
+
+
+def test_span_with_a_million_events_and_links_keeps_the_first_ones(server) -> None:
+    tid = os.urandom(16)
+    root_id, root = _span(tid, "root")
+    _, busy = _span(tid, "busy", root_id)
+    busy += _many_events_and_links(1_000_000)
+    answer = _post(server.http_url, _body([root, busy]))
+    assert answer.partial_success.rejected_spans == 0 and "event(s)/link(s)" in answer.partial_success.error_message
+
+    spans = _trace(server, tid)
+    assert [e["name"] for e in spans["busy"]["events"]] == [f"e{i}" for i in range(EVENT_LIMIT)]
+    assert spans["busy"]["attributes"][c.INGEST_DROPPED_EVENTS] == 2 * (1_000_000 - EVENT_LIMIT)
+    assert server.metrics.events_dropped._value.get() == 2 * (1_000_000 - EVENT_LIMIT)
+    assert server.store.stats().records_dead_lettered == 0
 
 
 def test_body_of_exactly_the_size_limit_is_stored(server) -> None:
