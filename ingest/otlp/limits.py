@@ -30,6 +30,7 @@ counts are plain `len()` calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -111,13 +112,13 @@ class _Cuts:
         return bool(self.sizes) or self.dropped > 0 or self.dropped_events > 0
 
 
-def _limit_owner(owner: object, what: str, limits: AttributeLimits, report: LimitReport, check_values: bool) -> None:
-    """A resource or scope: its attributes only."""
-    attrs = owner.attributes  # type: ignore[attr-defined]
-    if len(attrs) <= limits.max_attributes and not (check_values and owner.ByteSize() > limits.max_value_bytes):  # type: ignore[attr-defined]
+def _limit_owner(owner: Any, what: str, limits: AttributeLimits, report: LimitReport, check_values: bool) -> None:
+    """A Resource or an InstrumentationScope: its attributes only."""
+    attrs = owner.attributes
+    if len(attrs) <= limits.max_attributes and not (check_values and owner.ByteSize() > limits.max_value_bytes):
         return
     cuts = _Cuts()
-    owner.dropped_attributes_count += _limit_attributes(attrs, "", limits, cuts)  # type: ignore[attr-defined]
+    owner.dropped_attributes_count += _limit_attributes(attrs, "", limits, cuts)
     _finish(attrs, cuts, what, report)
 
 
@@ -146,7 +147,7 @@ def _limit_span(span: Span, limits: AttributeLimits, report: LimitReport, check_
     _finish(span.attributes, cuts, f"span {span.name[:80]!r}", report)
 
 
-def _finish(attrs: object, cuts: _Cuts, what: str, report: LimitReport) -> None:
+def _finish(attrs: Any, cuts: _Cuts, what: str, report: LimitReport) -> None:
     """Append the owner's marks and account for its cuts in the report."""
     if not cuts:
         return
@@ -154,11 +155,11 @@ def _finish(attrs: object, cuts: _Cuts, what: str, report: LimitReport) -> None:
         mark = AnyValue()
         for where, size in cuts.sizes.items():
             mark.kvlist_value.values.append(KeyValue(key=where, value=AnyValue(int_value=size)))
-        attrs.append(KeyValue(key=c.INGEST_TRUNCATED, value=mark))  # type: ignore[attr-defined]
+        attrs.append(KeyValue(key=c.INGEST_TRUNCATED, value=mark))
     if cuts.dropped:
-        attrs.append(KeyValue(key=c.INGEST_DROPPED_ATTRIBUTES, value=AnyValue(int_value=cuts.dropped)))  # type: ignore[attr-defined]
+        attrs.append(KeyValue(key=c.INGEST_DROPPED_ATTRIBUTES, value=AnyValue(int_value=cuts.dropped)))
     if cuts.dropped_events:
-        attrs.append(KeyValue(key=c.INGEST_DROPPED_EVENTS, value=AnyValue(int_value=cuts.dropped_events)))  # type: ignore[attr-defined]
+        attrs.append(KeyValue(key=c.INGEST_DROPPED_EVENTS, value=AnyValue(int_value=cuts.dropped_events)))
     report.spans += 1
     report.truncated += len(cuts.sizes)
     report.dropped += cuts.dropped
@@ -173,17 +174,17 @@ def _finish(attrs: object, cuts: _Cuts, what: str, report: LimitReport) -> None:
             report.example = f"{what}: {cuts.dropped_events} event(s)/link(s) dropped"
 
 
-def _limit_attributes(attrs: object, prefix: str, limits: AttributeLimits, cuts: _Cuts) -> int:
-    """Cut one attribute list in place; returns how many attributes were dropped."""
-    kvs = attrs  # a repeated KeyValue field
+def _limit_attributes(attrs: Any, prefix: str, limits: AttributeLimits, cuts: _Cuts) -> int:
+    """Cut one attribute list (a repeated KeyValue field) in place; returns how many were dropped."""
+    kvs = attrs
     dropped = 0
-    n = len(kvs)  # type: ignore[arg-type]
+    n = len(kvs)
     if n > limits.max_attributes:
         dropped = n - limits.max_attributes
-        del kvs[limits.max_attributes :]  # type: ignore[index]
+        del kvs[limits.max_attributes :]
     limit = limits.max_value_bytes
     oversized_keys = []
-    for i, kv in enumerate(kvs):  # type: ignore[arg-type]
+    for i, kv in enumerate(kvs):
         if len(kv.key) > limit // 4 and len(kv.key.encode("utf-8", "surrogatepass")) > limit:
             oversized_keys.append(i)
             continue
@@ -202,7 +203,7 @@ def _limit_attributes(attrs: object, prefix: str, limits: AttributeLimits, cuts:
                 _cut_structured(value, which, limit)
                 cuts.sizes[prefix + kv.key] = size
     for i in reversed(oversized_keys):
-        del kvs[i]  # type: ignore[attr-defined]
+        del kvs[i]
     dropped += len(oversized_keys)
     cuts.dropped += dropped
     return dropped

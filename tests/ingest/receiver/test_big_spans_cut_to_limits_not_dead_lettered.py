@@ -201,3 +201,31 @@ def test_json_body_is_cut_too(server, otlp_json) -> None:
     assert r.status_code == 200, r.text[:300]
     assert r.json()["partialSuccess"]["errorMessage"]
     assert _trace(server, tid)["big"]["attributes"][c.INGEST_TRUNCATED] == {"payload": 3 * MIB}
+
+
+def test_name_event_and_resource_values_are_cut_and_marked_too(server) -> None:
+    tid = os.urandom(16)
+    span = Span(
+        trace_id=tid, span_id=os.urandom(8), name="n" * (2 * MIB), start_time_unix_nano=T0, end_time_unix_nano=T0 + 1,
+        events=[Span.Event(name=c.EXCEPTION_EVENT, time_unix_nano=T0,
+                           attributes=[KeyValue(key=c.EXCEPTION_STACKTRACE, value=AnyValue(string_value="s" * (3 * MIB)))])],
+    )
+    span.status.message = "m" * (2 * MIB)
+    request = ExportTraceServiceRequest()
+    rs = request.resource_spans.add()
+    rs.resource.attributes.append(KeyValue(key="host.notes", value=AnyValue(string_value="r" * (5 * MIB))))
+    rs.scope_spans.add().spans.append(span)
+    answer = _post(server.http_url, request.SerializeToString())
+    assert answer.partial_success.rejected_spans == 0
+
+    assert server.store.wait_loaded(60)
+    (stored,) = httpx.get(f"{server.http_url}/api/traces/{tid.hex()}", timeout=60).json()["spans"]
+    assert stored["name"] == "n" * VALUE_LIMIT and stored["status_message"] == "m" * VALUE_LIMIT
+    assert stored["events"][0]["attributes"][c.EXCEPTION_STACKTRACE] == "s" * VALUE_LIMIT
+    assert stored["attributes"][c.INGEST_TRUNCATED] == {
+        "(name)": 2 * MIB, "(status.message)": 2 * MIB, f"(events[0]) {c.EXCEPTION_STACKTRACE}": 3 * MIB,
+    }
+    with server.store.read() as cur:
+        (resource,) = cur.execute("SELECT resource FROM spans").fetchone()
+    assert f'"{c.INGEST_TRUNCATED}":{{"host.notes":{5 * MIB}}}' in resource
+    assert '"host.notes":"' + "r" * VALUE_LIMIT + '"' in resource
