@@ -206,7 +206,7 @@ def span_row(
     elif prices is not None and (input_tokens is not None or output_tokens is not None):
         for candidate in (response_model, request_model):
             if candidate is not None:
-                cost = prices.cost_usd(candidate, input_tokens or 0, output_tokens or 0, cache_read or 0)
+                cost = as_cost(prices.cost_usd(candidate, input_tokens or 0, output_tokens or 0, cache_read or 0))
                 if cost is not None:
                     cost_source = _COST_TABLE
                     break

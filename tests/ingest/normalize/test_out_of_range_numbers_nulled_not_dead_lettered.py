@@ -107,3 +107,22 @@ def test_sums_of_many_maximal_values_do_not_overflow(server: Server) -> None:
     assert [r["input_tokens"] for r in runs] == [40 * MAX_COUNT] * 3
     overview = server.get("/api/cost", group_by="model")
     assert overview.status_code == 200, overview.text
+
+
+def test_price_table_cost_beyond_the_bound_is_nulled_too(start_ingest_server, tmp_path) -> None:
+    """A price file with an absurd price (1e30 USD per 1M tokens) prices no span beyond the bound:
+    the cost is unknown (NULL), counted, and the run and tool analytics still load."""
+    prices = tmp_path / "absurd.toml"
+    prices.write_text(TEST_PRICES + '\n[models."absurd"]\ninput = 1e30\noutput = 1e30\n', encoding="utf-8")
+    running = start_ingest_server(price_file=prices, grpc_port=0)
+    server = Server(running.http_url, running.store, running.settings)
+    emitter = RunEmitter()
+    run = emitter.run(Run(steps=[Step(chats=[Chat(model="absurd")], tools=[Tool("search")]), Step()]))
+    server.send(emitter.request())
+    assert server.store.stats().records_dead_lettered == 0
+    (stored,) = server.get("/api/runs").json()["runs"]
+    assert stored["trace_id"] == run.trace_id
+    assert stored["input_tokens"] == 200  # both chats' tokens are counted; only the absurd cost is dropped
+    assert stored["cost_usd"] == pytest.approx(100 * 0.001 + 10 * OUTPUT_PRICE)  # the acme-test chat alone
+    assert server.get("/api/tools").status_code == 200
+    assert metric(server, "steplens_values_out_of_range_total", 'kind="cost_usd"') == 1
