@@ -25,8 +25,8 @@ def server(start_ingest_server):
 
 
 def _trickle(port: int, path: str, content_type: str) -> tuple[bytes, float]:
-    """Send headers promising 1000 bytes, then one byte every 0.3 s; return what the server answered
-    (everything up to the connection's close) and the seconds it took."""
+    """Send headers promising 1000 bytes, then one byte every 0.3 s (never the whole body); return what
+    the server answered (everything up to the connection's close) and the seconds it took."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=15)
     started = time.monotonic()
     sock.sendall(
@@ -37,12 +37,17 @@ def _trickle(port: int, path: str, content_type: str) -> tuple[bytes, float]:
     answer = b""
     try:
         while time.monotonic() - started < 12:
-            with contextlib.suppress(OSError):  # the server may have closed the connection
-                sock.sendall(b"x")
+            # Trickle until just before the deadline, then only listen: a byte sent after the server
+            # closed would make the close a reset that can race the answer.
+            if time.monotonic() - started < TIMEOUT_S - 0.3:
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"x")
             try:
                 chunk = sock.recv(65536)
             except TimeoutError:
                 continue
+            except ConnectionResetError:  # our next byte met the closed socket: the answer came first
+                break
             if not chunk:
                 break  # closed by the server
             answer += chunk
