@@ -16,6 +16,7 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from ingest.normalize.bounds import bound_table
 from ingest.normalize.columns import SPANS_SCHEMA
 from ingest.normalize.span import ENVIRONMENT_KEYS, ROW_COLUMNS, first_str, span_row
 from ingest.normalize.values import as_str, attributes, out_of_range_tally, to_json, with_out_of_range
@@ -61,7 +62,7 @@ def spans_table(
     """
     with out_of_range_tally() as nulled:
         table = _spans_table(project, request, ingested_at, prices)
-    return with_out_of_range(table, nulled)
+    return with_out_of_range(bound_table(table, nulled), nulled)
 
 
 def _spans_table(
