@@ -18,13 +18,16 @@ import pyarrow.compute as pc
 from ingest.normalize.values import MAX_COST_USD, MAX_COUNT, OUT_OF_RANGE_COST, OUT_OF_RANGE_COUNT
 
 _COST_SUFFIX = "cost_usd"
+# Integer columns that are not counts (none yet: times are TIMESTAMP columns); a column holding,
+# say, raw nanoseconds would be listed here so that it is not held to MAX_COUNT.
+NOT_COUNTS: frozenset[str] = frozenset()
 
 
 def bound_table(table: pa.Table, nulled: Counter[str]) -> pa.Table:
     """`table` with out-of-range numbers nulled (counted into `nulled` by kind)."""
     for i, field in enumerate(table.schema):
         column = table.column(i)
-        if pa.types.is_integer(field.type):
+        if pa.types.is_integer(field.type) and field.name not in NOT_COUNTS:
             low, high, kind = -MAX_COUNT, MAX_COUNT, OUT_OF_RANGE_COUNT
         elif pa.types.is_floating(field.type) and field.name.endswith(_COST_SUFFIX):
             low, high, kind = 0.0, MAX_COST_USD, OUT_OF_RANGE_COST
