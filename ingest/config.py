@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
+from ingest.otlp.limits import AttributeLimits
 
 Scope = Literal["ingest", "read", "admin", "operator"]
 DUCKDB_VECTOR_SIZE = 2048
@@ -59,6 +60,33 @@ class Settings(BaseSettings):
     queue_max_bytes: int = Field(256 * MIB, description="Bytes of accepted-but-unloaded payload before answering 503.")
     max_inflight_bytes: int = Field(
         256 * MIB, description="Bytes of request bodies being read/decoded at once before answering 503."
+    )
+    body_read_timeout_s: float = Field(
+        30.0,
+        ge=0,
+        description="Most seconds to receive a request body once its headers arrived (408, connection closed, "
+        "beyond); 0 disables.",
+    )
+    max_gzip_members: int = Field(
+        1000, ge=1, description="Most gzip members (concatenated streams) in one request body (413 beyond)."
+    )
+    max_attribute_value_bytes: int = Field(
+        1 * MIB,
+        ge=1024,
+        description="Longest attribute value (string/bytes; also span name, status message) stored; longer ones are "
+        "cut to it and marked in `steplens.ingest.truncated` (partial_success says so).",
+    )
+    max_attributes_per_span: int = Field(
+        4096,
+        ge=16,
+        description="Most attributes kept per span (and per event, link, resource, scope); the rest are dropped, "
+        "counted in `dropped_attributes_count` and `steplens.ingest.dropped_attributes`.",
+    )
+    max_events_per_span: int = Field(
+        1024,
+        ge=16,
+        description="Most events (and, separately, links) kept per span; the rest are dropped, counted in "
+        "`dropped_events_count` / `dropped_links_count` and `steplens.ingest.dropped_events`.",
     )
     retry_after_s: int = Field(1, ge=1, le=5, description="Retry-After seconds sent with 429/503 (1..5).")
     commit_interval_ms: int = Field(20, description="Group-commit window: requests arriving within it share one fsync.")
@@ -148,6 +176,11 @@ class Settings(BaseSettings):
             # caps DuckDB's buffer pool (it spills to disk beyond it) so RSS stays bounded as data grows
             config["memory_limit"] = self.duckdb_memory_limit
         return config
+
+    @property
+    def attribute_limits(self) -> AttributeLimits:
+        """The limits the receivers cut spans to (ingest/otlp/limits.py)."""
+        return AttributeLimits(self.max_attribute_value_bytes, self.max_attributes_per_span, self.max_events_per_span)
 
     @property
     def spool_path(self) -> Path:

@@ -4,7 +4,7 @@ Why one table: the HTTP and gRPC receivers (and the store, which raises `Overloa
 what a client may retry. The codes follow the OTLP specification's failure rules, like the OTel
 Collector's receivers:
 
-- HTTP: only 429/502/503/504 are retryable; 503 carries `Retry-After`. 400/401/403/413/415/500 are not.
+- HTTP: only 429/502/503/504 are retryable; 503 carries `Retry-After`. 400/401/403/408/413/415/500 are not.
 - gRPC: UNAVAILABLE is retryable (with `RetryInfo` giving the delay); RESOURCE_EXHAUSTED is retryable
   only when the server sends `RetryInfo`, so "too large" is answered RESOURCE_EXHAUSTED *without* it
   (gRPC's own message-size limit uses the same code); INVALID_ARGUMENT, UNAUTHENTICATED,
@@ -37,6 +37,9 @@ class IngestError(Exception):
     reason: ClassVar[str] = "internal"
 
     def __init__(self, message: str) -> None:
+        # The message goes back to the client in a protobuf string or JSON: it must be valid UTF-8
+        # even when it quotes hostile input (a lone surrogate is shown as the escape `\ud800`).
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
         super().__init__(message)
         self.message = message
 
@@ -61,6 +64,12 @@ class TooLarge(IngestError):
     """Body over `max_body_bytes`, raw or after decompression."""
 
     reason = "too_large"
+
+
+class BodyTimeout(IngestError):
+    """The request body did not arrive within `body_read_timeout_s` (ingest/body_timeout.py)."""
+
+    reason = "body_timeout"
 
 
 class Unauthenticated(IngestError):
@@ -103,6 +112,7 @@ ERROR_TABLE: dict[type[IngestError], ErrorMapping] = {
     Malformed: ErrorMapping(400, grpc.StatusCode.INVALID_ARGUMENT, retryable=False),
     UnsupportedMediaType: ErrorMapping(415, grpc.StatusCode.INVALID_ARGUMENT, retryable=False),
     TooLarge: ErrorMapping(413, grpc.StatusCode.RESOURCE_EXHAUSTED, retryable=False),
+    BodyTimeout: ErrorMapping(408, grpc.StatusCode.DEADLINE_EXCEEDED, retryable=False),
     Unauthenticated: ErrorMapping(401, grpc.StatusCode.UNAUTHENTICATED, retryable=False),
     Forbidden: ErrorMapping(403, grpc.StatusCode.PERMISSION_DENIED, retryable=False),
     Overloaded: ErrorMapping(503, grpc.StatusCode.UNAVAILABLE, retryable=True),

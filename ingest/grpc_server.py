@@ -29,6 +29,7 @@ from ingest.errors import IngestError, Internal, Overloaded, PortInUse
 from ingest.metrics import IngestMetrics
 from ingest.otlp.decode import parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.limits import AttributeLimits
 from ingest.otlp.logs import export_logs, parse_logs_protobuf, validate_logs
 from ingest.otlp.validate import ValidationResult, validate_request
 
@@ -49,10 +50,13 @@ class TraceServiceHandler:
     service = SERVICE
     response_type: type[Message] = ExportTraceServiceResponse
 
-    def __init__(self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing) -> None:
+    def __init__(
+        self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, limits: AttributeLimits | None = None
+    ) -> None:
         self.store = store
         self.metrics = metrics
         self.keyring = keyring
+        self.limits = limits
 
     def generic_handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -88,7 +92,7 @@ class TraceServiceHandler:
 
     async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
         project = self._project(context)
-        result = await asyncio.to_thread(_decode_and_validate, body)
+        result = await asyncio.to_thread(_decode_and_validate, body, self.limits)
         return await export_validated(result, project, self.store, self.metrics)
 
 
@@ -106,8 +110,8 @@ class LogsServiceHandler(TraceServiceHandler):
         return await export_logs(result, project, self.store, self.metrics)  # type: ignore[arg-type]
 
 
-def _decode_and_validate(body: bytes) -> ValidationResult:
-    return validate_request(parse_protobuf(body))
+def _decode_and_validate(body: bytes, limits: AttributeLimits | None = None) -> ValidationResult:
+    return validate_request(parse_protobuf(body), None, limits, len(body))
 
 
 def _error_metadata(error: IngestError) -> tuple[tuple[str, bytes], ...]:
@@ -142,7 +146,7 @@ async def start_grpc_server(
     )
     server.add_generic_rpc_handlers(
         (
-            TraceServiceHandler(store, metrics, keyring).generic_handler(),
+            TraceServiceHandler(store, metrics, keyring, settings.attribute_limits).generic_handler(),
             LogsServiceHandler(store, metrics, keyring).generic_handler(),
         )
     )

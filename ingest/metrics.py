@@ -67,3 +67,31 @@ class IngestMetrics:
         self.logs_deduplicated = Counter(
             "steplens_logs_deduplicated", "Log records dropped as duplicates of stored ones.", registry=r
         )
+        # Input limits (design.md §3 "Input limits"): what was changed at the door or while normalizing.
+        self.values_out_of_range = Counter(
+            "steplens_values_out_of_range",
+            "Numeric span values stored as NULL for being out of range (token counts, costs), by kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.values_truncated = Counter(
+            "steplens_values_truncated",
+            "Attribute values (and span names, status messages) cut to max_attribute_value_bytes at the door.",
+            registry=r,
+        )
+        self.attributes_dropped = Counter(
+            "steplens_attributes_dropped", "Attributes dropped at the door over max_attributes_per_span.", registry=r
+        )
+        self.body_read_timeouts = Counter(
+            "steplens_body_read_timeouts", "Requests answered 408: the body did not arrive within body_read_timeout_s.",
+            registry=r,
+        )
+        self.events_dropped = Counter(
+            "steplens_events_dropped", "Span events and links dropped at the door over max_events_per_span.", registry=r
+        )
+        self.spans_repaired = Counter(
+            "steplens_spans_repaired",
+            "Spans stored after a repair reported in partial_success (e.g. an all-zero parent id made a root), by reason.",
+            ["reason"],
+            registry=r,
+        )

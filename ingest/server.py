@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
 from ingest.auth import KeyRing, Principal, RequireKeyMiddleware, check_bind_policy, require_scope
+from ingest.body_timeout import BodyReadTimeout
 from ingest.config import Settings, load_settings
 from ingest.errors import (
     ConfigError,
@@ -40,8 +41,16 @@ from ingest.errors import (
 from ingest.health import health_router
 from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import InflightBudget, Reservation
-from ingest.otlp.decode import BodyFormat, body_format, decompress, parse_json, parse_protobuf
+from ingest.otlp.decode import (
+    DEFAULT_MAX_GZIP_MEMBERS,
+    BodyFormat,
+    body_format,
+    decompress,
+    parse_json,
+    parse_protobuf,
+)
 from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.limits import AttributeLimits
 from ingest.otlp.logs import decode_and_validate_logs, export_logs
 from ingest.otlp.respond import encode, error_status
 from ingest.otlp.validate import ValidationResult, validate_request
@@ -110,6 +119,10 @@ def create_app(
     app.add_exception_handler(Exception, on_unexpected)
     if keyring.enabled:
         app.add_middleware(RequireKeyMiddleware, keyring=keyring, render_error=render_error)
+    # Outermost but for Starlette's own: a slow body is cut off whatever the route (ingest/body_timeout.py).
+    app.add_middleware(
+        BodyReadTimeout, timeout_s=settings.body_read_timeout_s, on_timeout=metrics.body_read_timeouts.inc
+    )
 
     async def export_traces(request: Request, principal: Principal = Depends(require_scope("ingest"))) -> Response:
         fmt = body_format(request.headers.get("content-type"))
@@ -119,7 +132,8 @@ def create_app(
         try:
             raw = await _read_body(request, settings.max_body_bytes, reservation)
             result = await asyncio.to_thread(
-                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation
+                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation,
+                settings.attribute_limits, settings.max_gzip_members,
             )
             del raw
             response = await export_validated(result, principal.project, store, metrics)
@@ -142,7 +156,8 @@ def create_app(
         try:
             raw = await _read_body(request, settings.max_body_bytes, reservation)
             result = await asyncio.to_thread(
-                decode_and_validate_logs, raw, fmt, encoding, settings.max_body_bytes, reservation
+                decode_and_validate_logs, raw, fmt, encoding, settings.max_body_bytes, reservation,
+                settings.max_gzip_members,
             )
             del raw
             response = await export_logs(result, principal.project, store, metrics)  # type: ignore[arg-type]
@@ -185,19 +200,25 @@ async def _read_body(request: Request, limit: int, reservation: Reservation) -> 
 
 
 def _decode_and_validate(
-    raw: bytes, fmt: BodyFormat, encoding: str | None, limit: int, reservation: Reservation
+    raw: bytes,
+    fmt: BodyFormat,
+    encoding: str | None,
+    limit: int,
+    reservation: Reservation,
+    limits: AttributeLimits | None = None,
+    max_gzip_members: int = DEFAULT_MAX_GZIP_MEMBERS,
 ) -> ValidationResult:
     """CPU-bound part of an export, run in a worker thread so the event loop keeps serving."""
-    data = decompress(raw, encoding, limit)
+    data = decompress(raw, encoding, limit, max_gzip_members)
     if data is not raw:
         reservation.take(len(data))
     if fmt is BodyFormat.PROTOBUF:
-        result = validate_request(parse_protobuf(data))
-        if not result.rejections:
+        result = validate_request(parse_protobuf(data), None, limits, len(data))
+        if not result.rejections and not result.changed:
             result.payload = data
         return result
     decoded = parse_json(data)
-    return validate_request(decoded.request, decoded.rejections)
+    return validate_request(decoded.request, decoded.rejections, limits, len(data))
 
 
 # ---------------------------------------------------------------------------------------------

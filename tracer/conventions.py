@@ -445,3 +445,8 @@ GEN_AI_EVALUATION_NAME = _g.GEN_AI_EVALUATION_NAME
 GEN_AI_EVALUATION_SCORE_VALUE = _g.GEN_AI_EVALUATION_SCORE_VALUE
 GEN_AI_EVALUATION_SCORE_LABEL = _g.GEN_AI_EVALUATION_SCORE_LABEL
 GEN_AI_EVALUATION_EXPLANATION = _g.GEN_AI_EVALUATION_EXPLANATION
+
+# Marks ingest adds to what it had to cut at the door (design.md §3 "Input limits").
+INGEST_TRUNCATED = "steplens.ingest.truncated"  # kvlist: where -> original size in bytes
+INGEST_DROPPED_ATTRIBUTES = "steplens.ingest.dropped_attributes"  # attributes dropped over the count limit
+INGEST_DROPPED_EVENTS = "steplens.ingest.dropped_events"  # events and links dropped over the count limit

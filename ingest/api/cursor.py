@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from datetime import datetime
 
 from ingest.queries.runs import RunKey
@@ -23,6 +24,14 @@ def encode_cursor(key: RunKey, sort: str, order: str) -> str:
     payload = {"s": sort, "o": order, "v": value, "t": key.trace_id, "p": key.project}
     raw = json.dumps(payload, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _in_range(value: int | float) -> bool:
+    """A sort key a stored run can have: a finite number within BIGINT (a cursor is client input,
+    and a 30-digit key used to reach DuckDB as a parameter it cannot bind: a 500)."""
+    if isinstance(value, float):
+        return math.isfinite(value) and abs(value) < 2.0**63
+    return -(2**63) <= value < 2**63
 
 
 def decode_cursor(cursor: str, sort: str, order: str) -> RunKey:
@@ -48,6 +57,6 @@ def decode_cursor(cursor: str, sort: str, order: str) -> RunKey:
             value = datetime.fromisoformat(value)
         except ValueError as exc:
             raise BadCursor("cursor is malformed: bad start_time key") from exc
-    elif isinstance(value, bool) or not isinstance(value, int | float):
+    elif isinstance(value, bool) or not isinstance(value, int | float) or not _in_range(value):
         raise BadCursor(f"cursor is malformed: bad {sort} key")
     return RunKey(value=value, trace_id=trace_id, project=project)

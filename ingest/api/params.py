@@ -19,6 +19,14 @@ _RELATIVE = re.compile(r"^\s*(\d{1,9})\s*(s|m|h|d|w)\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _DATETIME = TypeAdapter(datetime)
 
+# The times a span can have: OTLP timestamps are nanoseconds since the Unix epoch, and int64
+# nanoseconds (what most OTel consumers hold them in) end in April 2262. A time parameter outside
+# is refused (422 naming it) instead of overflowing date arithmetic in a query (a 500).
+MIN_TIME = datetime(1970, 1, 1)
+MAX_TIME = datetime(2262, 4, 11)
+# Largest integer any query parameter takes (a count or a limit; DuckDB's INTEGER).
+MAX_INT_PARAM = 2**31 - 1
+
 
 def parse_time(value: object, now: datetime | None = None) -> datetime | None:
     """ISO 8601 (naive means UTC) or a relative age like `24h`, `30m`, `7d`, `2w`; returns naive UTC.
@@ -48,6 +56,10 @@ def parse_time(value: object, now: datetime | None = None) -> datetime | None:
                 ) from exc
     if dt.tzinfo is not None:
         dt = dt.astimezone(UTC).replace(tzinfo=None)
+    if not MIN_TIME <= dt <= MAX_TIME:
+        raise ValueError(
+            f"{dt.isoformat()}Z is outside the times spans can have: {MIN_TIME.isoformat()}Z to {MAX_TIME.isoformat()}Z"
+        )
     return dt
 
 
@@ -58,7 +70,8 @@ Text = Annotated[str | None, Field(max_length=512)]
 class CommonParams(BaseModel):
     """Filters every read endpoint accepts."""
 
-    model_config = ConfigDict(extra="forbid")
+    # inf/nan (e.g. `min_cost=1e400`) are not numbers a filter can mean: 422, not a query.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     project: Text = Field(None, description="Only this project (can narrow what your key reads, never widen).")
     since: TimeParam = Field(None, description="Runs starting at or after: ISO 8601 or relative (24h, 7d).")
@@ -95,7 +108,7 @@ class RunsParams(CommonParams):
     user: Text = None
     conversation: Text = None
     min_cost: float | None = Field(None, ge=0)
-    min_steps: int | None = Field(None, ge=0)
+    min_steps: int | None = Field(None, ge=0, le=MAX_INT_PARAM)
     q: Text = Field(None, description="Case-insensitive substring of the run name or agent.")
     eval_run_id: Text = Field(None, description="Runs of this evaluation (`steplens eval run` prints its id).")
     eval_case_id: Text = Field(None, description="Runs of this evaluation case id.")

@@ -64,6 +64,23 @@ class RegressionsResponse(BaseModel):
     drift: list[DriftResult] = Field(default_factory=list, description="drift comparison")
 
 
+# Most drift buckets one request may ask for: each is a Python object per agent, so `bucket=1s`
+# over years would hold a worker for hours (the SQL time limit does not cover it).
+MAX_DRIFT_BUCKETS = 10_000
+
+
+def _check_drift_buckets(params: RegressionsParams, now: datetime) -> None:
+    until = params.until or now
+    since = params.since or until - DEFAULT_DRIFT_RANGE
+    buckets = (until - since) / parse_duration(params.bucket)
+    if buckets > MAX_DRIFT_BUCKETS:
+        raise HTTPException(
+            422,
+            f"bucket={params.bucket} over since..until makes {buckets:.0f} buckets, more than {MAX_DRIFT_BUCKETS}: "
+            "use a longer bucket or a shorter range",
+        )
+
+
 def add_regression_routes(
     router: APIRouter, store: ReadableStore, read_access: Callable[..., Any], timeout_s: float | None
 ) -> None:
@@ -75,6 +92,8 @@ def add_regression_routes(
             raise HTTPException(400, "comparison=release compares versions: use baseline_version/current_version")
         now = params.at or datetime.now(UTC).replace(tzinfo=None)
         filters = params.to_filters(access)
+        if params.comparison == "drift":
+            _check_drift_buckets(params, now)
         config = RegressionConfig(
             min_relative_change=params.min_relative_change, alpha=params.alpha, min_samples=params.min_samples,
             metrics=[m.strip() for m in params.metrics.split(",")] if params.metrics else None,

@@ -101,7 +101,10 @@ class _Run:
             s.spans_rejected += rejected
             message = f"{batch.where}: {answer.partial_success.error_message or f'{rejected} span(s) rejected'}"
             self._keep(s.rejections, message)
-            self.say(f"[yellow]server rejected {rejected} span(s)[/]: {escape(message)}")
+            if rejected:
+                self.say(f"[yellow]server rejected {rejected} span(s)[/]: {escape(message)}")
+            else:  # an OTLP warning: everything stored, something changed (cut to limits, repaired)
+                self.say(f"[yellow]server stored every span, with a warning[/]: {escape(message)}")
 
     @staticmethod
     def _keep(items: list[Any], item: Any) -> None:

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from ingest.normalize.error_template import safe_template
-from ingest.normalize.values import as_bool, to_json
+from ingest.normalize.values import as_bool, bounded_integer, to_json
 from tracer import conventions as c
 from tracer.conventions import OperationClass as Op
 
@@ -38,18 +38,9 @@ def json_text(value: Any) -> str | None:
 
 
 def as_integer(value: Any) -> int | None:
-    """A BIGINT from an int, an integral float or an integer string; None otherwise."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() and abs(value) < 2**63 else None
-    if isinstance(value, str):
-        text = value.strip()
-        digits = text[1:] if text[:1] in "+-" else text
-        return int(text) if digits.isdigit() and len(digits) < 19 else None
-    return None
+    """A token count (signed: a client may report a negative delta) from an int, an integral float or
+    an integer string, within ±MAX_COUNT (beyond: NULL, tallied; see values.py); None otherwise."""
+    return bounded_integer(value)
 
 
 def estimated_tokens(attrs: dict[str, Any]) -> int | None:

@@ -22,7 +22,9 @@ from ingest.normalize import langfuse
 from ingest.normalize.classify import TOOL_PREFIX, operation_class
 from ingest.normalize.derived import derived_columns, json_text
 from ingest.normalize.values import (
+    MAX_COUNT,
     as_bool,
+    as_cost,
     as_count,
     as_float,
     as_int32,
@@ -141,7 +143,7 @@ def first_count(attrs: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     for key in keys:
         value = get(key)
         if value is not None:
-            if value.__class__ is int and value >= 0:
+            if value.__class__ is int and 0 <= value <= MAX_COUNT:
                 return value
             n = as_count(value)
             if n is not None:
@@ -198,7 +200,7 @@ def _first_cost(attrs: dict[str, Any], keys: tuple[str, ...]) -> float | None:
     for key in keys:
         value = get(key)
         if value is not None:
-            cost = as_float(value)
+            cost = as_cost(value)
             if cost is not None and cost >= 0:
                 return cost
     return None
@@ -299,7 +301,7 @@ def span_row(
                 first_us = langfuse.completion_start_us(get(c.LANGFUSE_OBSERVATION_COMPLETION_START_TIME))
                 if first_us is not None and first_us * 1000 >= start_ns:
                     ttfc_ms = (first_us - start_ns // 1000) / 1000.0
-    cost = as_float(get(c.COST_USD))
+    cost = as_cost(get(c.COST_USD))
     cost_source = None
     if cost is not None:
         cost_source = _COST_SPAN
@@ -309,12 +311,12 @@ def span_row(
         for candidate in (response_model, request_model):
             if candidate is not None:
                 if cache_write is None and reasoning is None:
-                    cost = prices.cost_usd(candidate, input_tokens or 0, output_tokens or 0, cache_read or 0)
+                    cost = as_cost(prices.cost_usd(candidate, input_tokens or 0, output_tokens or 0, cache_read or 0))
                 else:
-                    cost = prices.cost_usd(
+                    cost = as_cost(prices.cost_usd(
                         candidate, input_tokens or 0, output_tokens or 0, cache_read or 0, cache_write or 0,
                         reasoning or 0,
-                    )  # fmt: skip
+                    ))  # fmt: skip
                 if cost is not None:
                     cost_source = _COST_TABLE
                     break

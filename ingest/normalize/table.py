@@ -16,9 +16,10 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from ingest.normalize.bounds import bound_table
 from ingest.normalize.columns import SPANS_SCHEMA
 from ingest.normalize.span import ENVIRONMENT_KEYS, ROW_COLUMNS, first_str, span_row
-from ingest.normalize.values import as_str, attributes, to_json
+from ingest.normalize.values import as_str, attributes, out_of_range_tally, to_json, with_out_of_range
 from tracer import conventions as c
 from tracer.pricing import PriceTable, default_table
 
@@ -56,8 +57,17 @@ def spans_table(
     """All spans of `request` as rows of the `spans` table (columns and order of SPANS_DDL).
 
     `prices` defaults to the bundled price table. Span ids are expected to be validated already
-    (ingest/otlp/validate.py); anything else odd in a span is normalized, never raised.
+    (ingest/otlp/validate.py); anything else odd in a span is normalized, never raised. Values
+    nulled as out of range are counted in the table's metadata (values.out_of_range_counts).
     """
+    with out_of_range_tally() as nulled:
+        table = _spans_table(project, request, ingested_at, prices)
+    return with_out_of_range(bound_table(table, nulled), nulled)
+
+
+def _spans_table(
+    project: str, request: ExportTraceServiceRequest, ingested_at: datetime, prices: PriceTable | None
+) -> pa.Table:
     table_prices = _prices(prices)
     ingested_us = _micros(ingested_at)
     rows: list[tuple] = []

@@ -27,6 +27,7 @@ from ingest.errors import Malformed, TooLarge, UnsupportedMediaType
 from ingest.otlp.validate import Rejection, RejectReason
 
 _CHUNK = 1024 * 1024  # most bytes inflated per zlib call: the overshoot past `limit` is at most this
+_CHUNK_IN = 64 * 1024  # most compressed bytes given to zlib per call (see _inflate)
 
 
 class BodyFormat(StrEnum):
@@ -63,11 +64,17 @@ def body_format(content_type: str | None) -> BodyFormat:
         ) from None
 
 
-def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
+DEFAULT_MAX_GZIP_MEMBERS = 1000  # the default of the max_gzip_members setting
+
+
+def decompress(
+    body: bytes, content_encoding: str | None, limit: int, max_members: int = DEFAULT_MAX_GZIP_MEMBERS
+) -> bytes:
     """Undo Content-Encoding (gzip, deflate, identity; a comma list is undone last-first).
 
-    Raises TooLarge as soon as the output passes `limit`, Malformed for a broken stream and
-    UnsupportedMediaType for an unknown coding.
+    Raises TooLarge as soon as the output passes `limit` or a gzip layer has more than
+    `max_members` members, Malformed for a broken stream and UnsupportedMediaType for an unknown
+    coding.
     """
     codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
     data = body
@@ -75,11 +82,11 @@ def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
         if coding == "identity":
             continue
         if coding in ("gzip", "x-gzip"):
-            data = _inflate(data, 16 + zlib.MAX_WBITS, limit, "gzip")
+            data = _inflate(data, 16 + zlib.MAX_WBITS, limit, "gzip", max_members)
         elif coding == "deflate":
             # RFC 9110 "deflate" is zlib-wrapped; some clients send raw deflate, so sniff the header.
             wbits = zlib.MAX_WBITS if _looks_like_zlib(data) else -zlib.MAX_WBITS
-            data = _inflate(data, wbits, limit, "deflate")
+            data = _inflate(data, wbits, limit, "deflate", 1)
         else:
             raise UnsupportedMediaType(
                 f"Content-Encoding {coding!r} not supported; use gzip, deflate or identity"
@@ -93,28 +100,46 @@ def _looks_like_zlib(data: bytes) -> bool:
     return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
 
 
-def _inflate(data: bytes, wbits: int, limit: int, name: str) -> bytes:
+def _inflate(data: bytes, wbits: int, limit: int, name: str, max_members: int) -> bytes:
+    """Inflate `data` (several concatenated members for gzip) in time linear in its size.
+
+    Why input slices of at most _CHUNK_IN: at the end of a member, zlib copies everything it was
+    given past that end into `unused_data`. Feeding the whole body made that copy once per member,
+    quadratic in the body for many small members (200,000 empty ones: 16-31 s of CPU). With slices,
+    each member end copies at most one slice, and the member count is bounded too.
+    """
     out = bytearray()
-    pending: bytes = data
+    view = memoryview(data)
+    size = len(view)
+    pos = 0  # input consumed up to here, once the current member has ended
+    members = 0
     try:
-        while True:  # one iteration per gzip member (gzip allows several concatenated)
+        while True:  # one iteration per gzip member
+            members += 1
+            if members > max_members:
+                raise TooLarge(
+                    f"{name} body has more than {max_members} members (max_gzip_members); send one stream"
+                )
             d = zlib.decompressobj(wbits)
-            while True:
+            pending: bytes | memoryview = b""
+            while not d.eof:
+                if not pending:
+                    if pos >= size:
+                        raise Malformed(f"truncated {name} stream")
+                    pending = view[pos : pos + _CHUNK_IN]
+                    pos += len(pending)
                 chunk = d.decompress(pending, _CHUNK)
                 out += chunk
                 if len(out) > limit:
                     raise TooLarge(f"body is over the {limit} byte limit after {name} decompression")
                 pending = d.unconsumed_tail
-                if d.eof or (not chunk and not pending):
-                    break
-            if not d.eof:
-                raise Malformed(f"truncated {name} stream")
-            rest = d.unused_data
-            if not rest or not rest.strip(b"\x00"):
+            pos -= len(d.unused_data) + len(pending)  # what was fed past the member's end
+            if pos >= size:
+                return bytes(out)
+            if view[pos] == 0 and not view[pos:].tobytes().strip(b"\x00"):  # trailing zero padding
                 return bytes(out)
             if wbits != 16 + zlib.MAX_WBITS:
                 raise Malformed(f"unexpected data after the end of the {name} stream")
-            pending = rest
     except zlib.error as exc:
         raise Malformed(f"invalid {name} stream: {exc}") from None
 
@@ -135,19 +160,78 @@ def parse_json(data: bytes) -> DecodedRequest:
         raise Malformed(f"body is not valid JSON: {_short(exc)}") from None
     if not isinstance(doc, dict):
         raise Malformed("OTLP/JSON body must be an object with a resourceSpans list")
+    if _MAYBE_SURROGATE.search(data):
+        _refuse_lone_surrogates(doc)
     rejections = _hex_ids_to_base64(doc)
     request = ExportTraceServiceRequest()
     try:
         json_format.ParseDict(doc, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError, OverflowError) as exc:
+    except (json_format.ParseError, ValueError, TypeError, RecursionError, OverflowError, SystemError) as exc:
+        # SystemError: upb's name lookups fail that way on text protobuf cannot hold
         raise Malformed(f"body is not a valid OTLP/JSON ExportTraceServiceRequest: {_short(exc)}") from None
     return DecodedRequest(request, rejections)
 
 
-def decode_body(body: bytes, content_type: str | None, content_encoding: str | None, limit: int) -> DecodedRequest:
+# A JSON \u escape of a UTF-16 surrogate, or a surrogate's raw (invalid UTF-8) bytes, which
+# json.loads accepts: only bodies with one of these can hold a lone surrogate (emoji written as
+# escaped pairs match too, and pass the exact check below).
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\xed[\xa0-\xbf]")
+
+
+def _refuse_lone_surrogates(doc: Any) -> None:
+    """Raise Malformed naming where a string (or a key) holds a lone surrogate.
+
+    Why refuse instead of letting protobuf parse: its name lookups (field names, enum names such
+    as `kind` or `status.code`) fail with a SystemError on such text, which used to be a 500 that
+    reset the keep-alive connection; and no protobuf string can hold one anyway.
+    """
+    try:
+        where = _lone_surrogate_at(doc, "")
+    except RecursionError:
+        raise Malformed("OTLP/JSON body is nested too deeply") from None
+    if where is not None:
+        raise Malformed(
+            f"OTLP/JSON text at {_short(where or 'the top level')} holds a lone UTF-16 surrogate (such as \\ud800 "
+            "without its pair): JSON strings must be valid Unicode"
+        )
+
+
+def _lone_surrogate_at(obj: Any, path: str) -> str | None:
+    if isinstance(obj, str):
+        return None if _valid_unicode(obj) else path
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if not _valid_unicode(key):
+                return f"{path} (a field name)" if path else "a top-level field name"
+            found = _lone_surrogate_at(value, f"{path}.{key}" if path else key)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            found = _lone_surrogate_at(value, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def decode_body(
+    body: bytes,
+    content_type: str | None,
+    content_encoding: str | None,
+    limit: int,
+    max_members: int = DEFAULT_MAX_GZIP_MEMBERS,
+) -> DecodedRequest:
     """The whole HTTP decode step: media type, decompression under `limit`, parse."""
     fmt = body_format(content_type)
-    data = decompress(body, content_encoding, limit)
+    data = decompress(body, content_encoding, limit, max_members)
     if fmt is BodyFormat.PROTOBUF:
         return DecodedRequest(parse_protobuf(data))
     return parse_json(data)

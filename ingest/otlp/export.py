@@ -43,6 +43,14 @@ async def export_validated(
     metrics.spans_received.inc(result.accepted + result.rejected)
     for reason, n in Counter(r.reason for r in result.rejections).items():
         metrics.spans_rejected.labels(reason=reason.value).inc(n)
+    if result.values_truncated:
+        metrics.values_truncated.inc(result.values_truncated)
+    if result.attributes_dropped:
+        metrics.attributes_dropped.inc(result.attributes_dropped)
+    if result.events_dropped:
+        metrics.events_dropped.inc(result.events_dropped)
+    if result.zero_parents:
+        metrics.spans_repaired.labels(reason="zero_parent_span_id").inc(result.zero_parents)
     if result.accepted:
         try:
             await store.submit(project, result.request, result.payload)
@@ -53,5 +61,5 @@ async def export_validated(
             log.exception("store.submit failed for %d spans of project %r", result.accepted, project)
             metrics.spans_rejected.labels(reason=Internal.reason).inc(result.accepted)
             raise Internal("the store failed to accept the spans; see the server log") from exc
-    return export_response(result.rejections)
+    return export_response(result.rejections, result.warnings)
 

@@ -26,7 +26,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from ingest.errors import IngestError, Internal, Malformed
 from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import Reservation
-from ingest.otlp.decode import BodyFormat, _convert, _items, decompress
+from ingest.otlp.decode import DEFAULT_MAX_GZIP_MEMBERS, BodyFormat, _convert, _items, decompress
 from ingest.otlp.validate import SPAN_ID_BYTES, TRACE_ID_BYTES, Rejection, RejectReason, rejection_message
 
 log = logging.getLogger(__name__)
@@ -148,10 +148,11 @@ def _convert_ids(record: dict[str, Any]) -> Rejection | None:
 
 
 def decode_and_validate_logs(
-    raw: bytes, fmt: BodyFormat, encoding: str | None, limit: int, reservation: Reservation | None = None
+    raw: bytes, fmt: BodyFormat, encoding: str | None, limit: int, reservation: Reservation | None = None,
+    max_gzip_members: int = DEFAULT_MAX_GZIP_MEMBERS,
 ) -> LogsValidation:
     """The CPU-bound part of an HTTP logs export (run in a worker thread)."""
-    data = decompress(raw, encoding, limit)
+    data = decompress(raw, encoding, limit, max_gzip_members)
     if reservation is not None and data is not raw:
         reservation.take(len(data))
     if fmt is BodyFormat.PROTOBUF:

@@ -14,15 +14,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ingest.errors import IngestError
 from ingest.otlp.decode import BodyFormat
-from ingest.otlp.validate import Rejection, rejection_message
+from ingest.otlp.validate import Rejection, bounded_message, rejection_message
 
 
-def export_response(rejections: list[Rejection]) -> ExportTraceServiceResponse:
-    """The success answer; `partial_success` is set only when something was rejected (per spec)."""
+def export_response(rejections: list[Rejection], warnings: list[str] | None = None) -> ExportTraceServiceResponse:
+    """The success answer; `partial_success` is set only when something was rejected, or stored
+    but changed (`warnings`): then, as the OTLP spec asks of a warning, `rejected_spans` is 0 and
+    `error_message` says what was changed."""
     response = ExportTraceServiceResponse()
-    if rejections:
+    parts = [rejection_message(rejections)] if rejections else []
+    parts += warnings or []
+    if parts:
         response.partial_success.rejected_spans = len(rejections)
-        response.partial_success.error_message = rejection_message(rejections)
+        response.partial_success.error_message = bounded_message("; ".join(parts))
     return response
 
 

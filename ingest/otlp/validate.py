@@ -9,11 +9,14 @@ the normalizer, because dropping a real (if clock-skewed) span would hide it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from ingest.otlp.limits import AttributeLimits, enforce_limits
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
@@ -47,6 +50,13 @@ class ValidationResult:
     # The request's protobuf bytes when the body was protobuf and nothing was removed: the store
     # spools and normalizes these instead of serializing the request again.
     payload: bytes | None = None
+    # Stored, but changed: cut to the attribute limits or repaired (partial_success with rejected 0).
+    warnings: list[str] = field(default_factory=list)
+    changed: bool = False  # the request differs from the body (so `payload` must not be used)
+    values_truncated: int = 0
+    attributes_dropped: int = 0
+    events_dropped: int = 0
+    zero_parents: int = 0  # spans whose all-zero parent_span_id was cleared (stored as roots)
 
     @property
     def rejected(self) -> int:
@@ -73,16 +83,36 @@ def span_problem(span: Span) -> Rejection | None:
 
 
 def validate_request(
-    request: ExportTraceServiceRequest, prior: list[Rejection] | None = None
+    request: ExportTraceServiceRequest,
+    prior: list[Rejection] | None = None,
+    limits: AttributeLimits | None = None,
+    body_bytes: int = 0,
 ) -> ValidationResult:
-    """Remove invalid spans from `request` (in place) and report them after `prior` rejections.
+    """Remove invalid spans from `request` (in place) and report them after `prior` rejections;
+    then cut what is left to `limits` (ingest/otlp/limits.py), `body_bytes` being the decoded size.
 
     The common all-valid case touches nothing; only scope lists holding a bad span are rebuilt.
     """
+    result = _validate_ids(request, prior)
+    if limits is not None:
+        report = enforce_limits(request, body_bytes, limits)
+        warning = report.warning(limits)
+        if warning is not None:
+            result.warnings.append(warning)
+            result.changed = True
+            result.values_truncated = report.truncated
+            result.attributes_dropped = report.dropped
+            result.events_dropped = report.dropped_events
+    return result
+
+
+def _validate_ids(request: ExportTraceServiceRequest, prior: list[Rejection] | None) -> ValidationResult:
     rejections = list(prior or [])
     accepted = 0
+    roots = 0
     for rs in request.resource_spans:
         for ss in rs.scope_spans:
+            roots += _zero_parents_to_roots(ss.spans)
             problems = [span_problem(s) for s in ss.spans]
             bad = [p for p in problems if p is not None]
             if not bad:
@@ -99,7 +129,34 @@ def validate_request(
             ss.spans.extend(copies)
             accepted += len(copies)
             rejections.extend(bad)
-    return ValidationResult(request, accepted, rejections)
+    result = ValidationResult(request, accepted, rejections)
+    if roots:
+        result.changed = True
+        result.zero_parents = roots
+        result.warnings.append(
+            f"{roots} span(s) had an all-zero parent_span_id, which is not a valid span id (a root span has "
+            "an empty one): stored as root spans"
+        )
+    return result
+
+
+_ZERO_PARENT = bytes(SPAN_ID_BYTES)
+
+
+def _zero_parents_to_roots(spans: Iterable[Span]) -> int:
+    """Clear all-zero parent ids (an invalid id: OTLP marks a root by an empty parent_span_id, and
+    some clients write zeros instead); returns how many. The span is kept, as the root it means."""
+    n = 0
+    for span in spans:
+        if span.parent_span_id == _ZERO_PARENT:
+            span.parent_span_id = b""
+            n += 1
+    return n
+
+
+def bounded_message(text: str) -> str:
+    """`text` cut to the length of one partial_success.error_message."""
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
 def rejection_message(rejections: list[Rejection], noun: str = "span") -> str:

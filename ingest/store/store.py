@@ -29,6 +29,7 @@ from ingest.config import Settings
 from ingest.errors import Overloaded
 from ingest.metrics import IngestMetrics
 from ingest.normalize.process import NormalizePool
+from ingest.normalize.values import out_of_range_counts
 from ingest.store import database
 from ingest.store.committer import CommitterClosed, GroupCommitter, PendingWrite
 from ingest.store.database import open_database
@@ -228,6 +229,9 @@ class SpanStore:
                 table = self._normalize(project, request, utcnow())
             except Exception:  # noqa: BLE001 - the writer normalizes again and dead-letters with the error
                 table = None
+        if table is not None:
+            for kind, n in out_of_range_counts(table).items():
+                self.metrics.values_out_of_range.labels(kind=kind).inc(n)
         request_or_none = None if table is not None else request  # the table replaces the (larger) message
         return LoadItem(0, project, request_or_none, payload, 0, count_spans(request), Position(0, 0), table)
 

@@ -38,3 +38,25 @@ def test_clean_import_exit_zero(ingest_server, tmp_path) -> None:
     path = write_jsonl(tmp_path / "ok.jsonl", [emitter.request()])
     summary, _ = run_import(ingest_server.http_url, [path])
     assert summary.ok and summary.exit_code == 0 and summary.spans_rejected == 0
+
+
+def test_server_warning_is_shown_as_a_warning_and_exit_stays_zero(ingest_server, tmp_path) -> None:
+    """A partial_success with rejected 0 (an all-zero parent id stored as a root) is an OTLP warning:
+    every span counts as stored, the message is shown, and it is not called a rejection."""
+    emitter = Emitter()
+    spec = emitter.run(RunSpec(agent="zero_parent"))
+    doc = otlp_json(emitter.request())
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    root = next(s for s in spans if not s.get("parentSpanId"))
+    root["parentSpanId"] = "0" * 16
+    path = tmp_path / "z.jsonl"
+    path.write_text(json.dumps(doc) + "\n")
+
+    summary, output = run_import(ingest_server.http_url, [path])
+    assert summary.exit_code == 0 and summary.spans_rejected == 0, output
+    assert summary.spans_accepted == summary.spans_read == len(spans)
+    assert "with a warning" in output and "rejected 0" not in output
+    assert "all-zero parent_span_id" in "\n".join(summary.rejections)
+    assert ingest_server.store.wait_loaded(10)
+    assert [r["agent"] for r in runs(ingest_server.http_url)] == ["zero_parent"]
+    assert len(trace_spans(ingest_server.http_url, spec.trace_id)) == len(spans)

@@ -38,6 +38,40 @@ otlp_like = st.recursive(
 )
 
 
+# JSON oddities of the kind that once got a 500 (a lone surrogate in a field name, `kind` or
+# `status.code`): text with lone surrogates, NUL and the like, numbers beyond every integer type,
+# non-finite floats (json.dumps writes NaN/Infinity, which json.loads accepts), numeric strings.
+odd_text = st.lists(
+    st.sampled_from(["\ud800", "\udfff", "\ud83d", "\ude00", "\ud83d\ude00", "\x00", "\ufffe", "\u202e", "a", "é", "1"]),
+    max_size=4,
+).map("".join)
+odd_scalars = (
+    odd_text
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()
+    | st.sampled_from(["NaN", "Infinity", "1e400", "-0", "0x10", "", "18446744073709551616", "-1", "2", "SPAN_KIND_SERVER"])
+    | st.booleans()
+    | st.none()
+)
+SPAN_FIELDS = ["traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano", "endTimeUnixNano",
+               "droppedAttributesCount", "traceState", "flags"]
+odd_any_value = st.dictionaries(
+    st.sampled_from(["stringValue", "intValue", "doubleValue", "boolValue", "bytesValue"]) | odd_text, odd_scalars, max_size=2
+)
+odd_attributes = st.lists(st.fixed_dictionaries({"key": odd_text | st.text(max_size=8), "value": odd_any_value}), max_size=3)
+odd_span = st.fixed_dictionaries(
+    {"traceId": st.just("0102030405060708090a0b0c0d0e0f10"), "spanId": st.just("0102030405060708"), "name": st.just("s")},
+    optional={
+        "status": st.dictionaries(st.sampled_from(["code", "message"]) | odd_text, odd_scalars, max_size=2),
+        "attributes": odd_attributes,
+        "events": st.lists(st.fixed_dictionaries({"name": odd_scalars, "timeUnixNano": odd_scalars,
+                                                  "attributes": odd_attributes}), max_size=2),
+    },
+).flatmap(lambda span: st.dictionaries(st.sampled_from(SPAN_FIELDS) | odd_text, odd_scalars, max_size=3).map(
+    lambda extra: {**span, **extra}
+))
+
+
 def _encode(body: bytes, encoding: str | None) -> bytes:
     if encoding == "gzip":
         return gzip.compress(body)
@@ -83,6 +117,27 @@ def test_random_json(client) -> None:
     @given(doc=json_values | st.fixed_dictionaries({"resourceSpans": otlp_like}), encoding=ENCODINGS)
     def run(doc, encoding: str | None) -> None:
         _post(c, json.dumps(doc).encode(), "application/json", encoding)
+
+    run()
+
+
+def test_json_oddities_in_otlp_fields(client) -> None:
+    """Lone surrogates, huge or non-finite numbers and numeric strings in every OTLP field (and as
+    field names): always a 2xx/4xx, never a 5xx."""
+    _, c = client
+
+    @FUZZ
+    @given(
+        span=odd_span,
+        resource_attrs=odd_attributes,
+        ensure_ascii=st.booleans(),
+        encoding=st.sampled_from([None, "gzip"]),
+    )
+    def run(span: dict, resource_attrs: list, ensure_ascii: bool, encoding: str | None) -> None:
+        doc = {"resourceSpans": [{"resource": {"attributes": resource_attrs}, "scopeSpans": [{"spans": [span]}]}]}
+        # ensure_ascii=False writes a lone surrogate as its raw (invalid UTF-8) bytes instead of an escape
+        text = json.dumps(doc, ensure_ascii=ensure_ascii)
+        _post(c, text.encode("utf-8", "surrogatepass"), "application/json", encoding)
 
     run()
 
