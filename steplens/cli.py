@@ -19,7 +19,7 @@ app = typer.Typer(
 )
 
 DEFAULT_API = "http://127.0.0.1:4318"
-DEMO_RUNS = 1400
+DEMO_RUNS = 1000  # the same defaults as `make run` (steplens/stack.py)
 DEMO_DAYS = 14.0
 
 

@@ -51,8 +51,13 @@ def place_history(days: float, earliest: datetime | None, latest: datetime | Non
     store is empty or its latest run is older than the history's start; otherwise just before the
     earliest stored run (the stored runs stay the newest)."""
     if latest is None or earliest is None or latest <= now - timedelta(days=days):
-        return now
-    return earliest - timedelta(minutes=1)
+        return _minute(now)
+    return _minute(earliest - timedelta(minutes=1))
+
+
+def _minute(t: datetime) -> datetime:
+    """Whole minutes, so the printed end time is the exact one (a test can replan the same runs)."""
+    return t.replace(second=0, microsecond=0)
 
 
 def history_end(endpoint: str, days: float, headers: dict[str, str] | None) -> datetime:

@@ -18,7 +18,7 @@ the dates below are for the default 14 days):
 | day 8 onwards | the carrier API behind the ticket agent's `query_logistics` takes twice as long | per-tool latency (Tools) |
 | days 8-9, 09:00 | two evaluation batches of ops v2 (`steplens.run.mode` = eval) | eval runs |
 | days 9-10 | ops v2 runs in shadow next to live traffic (mode shadow) | shadow runs |
-| day 10 | ops v2 rolled out to 20% of ops traffic, from day 12 to all of it (v2 takes more steps) | release comparison, built-in alerts |
+| day 9 | ops v2 rolled out to 30% of ops traffic, from day 12 to all of it (v2 takes more steps) | release comparison, built-in alerts |
 | the last 7 days | the ticket agent's model repeats its previous tool call more and more often (one extra, loop-guarded step each) | step-count drift (CUSUM) |
 
 The planner agent has no planted change: it is the control that nothing should flag.
@@ -55,9 +55,9 @@ CARRIER_LATENCY_S = 0.02  # query_logistics before the change; twice this after
 EVAL_DAYS = (8 / 14, 9 / 14)
 EVAL_HOUR = 9
 SHADOW = (9 / 14, 11 / 14)
-ROLLOUT_START = 10 / 14
+ROLLOUT_START = 9 / 14
 ROLLOUT_FULL = 12 / 14
-ROLLOUT_SHARE = 0.2
+ROLLOUT_SHARE = 0.3
 CREEP_MAX_DAYS = 7.0
 CREEP_AGENT = "ticket"
 CREEP_REPEAT = 0.45  # the repeat rate added by the end of the creep (base 0.04)
