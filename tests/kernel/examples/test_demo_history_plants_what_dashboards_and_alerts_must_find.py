@@ -148,3 +148,15 @@ def test_the_outage_hour_is_a_failure_cluster_at_its_time(history: History) -> N
     assert sum(c["count"] for c in outage) >= 5, failures["clusters"]
     for cluster in outage:
         assert begin <= _when(cluster["first_seen"]) and _when(cluster["last_seen"]) < end + timedelta(minutes=1)
+
+
+def test_the_carrier_tool_answers_twice_as_slowly_after_its_date(history: History) -> None:
+    change = history.story.latency_change
+
+    def p50_ms(**window: str) -> float:
+        tools = history.get("/api/tools", agent="ticket", **window)["tools"]
+        return next(t for t in tools if t["tool"] == "query_logistics")["p50_ms"]
+
+    before = p50_ms(since=(history.story.start - timedelta(hours=1)).isoformat(), until=change.isoformat())
+    after = p50_ms(since=change.isoformat())
+    assert before >= 300 and after > 1.4 * before, (before, after)
