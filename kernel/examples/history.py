@@ -46,7 +46,7 @@ NIGHT_SHARE = 0.15  # an hour at night carries this share of the peak hour's tra
 WEEKEND_SHARE = 0.45
 
 # The story, as fractions of the history's length.
-OUTAGE_DAY = 6 / 14
+OUTAGE_DAY = 6 / 14  # in the drift reference week: a failed run there widens the reference, not a false alarm
 OUTAGE_HOUR = 14
 OUTAGE_FAULTS = {"outage": 0.99}
 OUTAGE_RETRY_SHARE = 0.015  # extra runs in the outage hour: users retry what failed
