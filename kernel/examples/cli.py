@@ -106,7 +106,8 @@ def story_text(summary: DemoSummary) -> str:
 def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64, console: Console | None = None,
                  days: float = 0) -> int:
     """Exit code: 0 when every run was exported and accepted, 1 when spans were lost, 2 when no
-    server answers (or it would not say what it already stores, so the history could not be placed)."""
+    server answers (or its runs could not be read for another reason than the key's scope, so the
+    history could not be placed)."""
     console = console or Console()
     problem = server_problem(endpoint)
     if problem is not None:
@@ -118,9 +119,16 @@ def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64,
     if days > 0:
         try:
             end = history_end(endpoint, days, headers)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code not in (401, 403):
+                console.print(f"[red]could not read the stored runs to place the history: {exc}[/red]")
+                return 2
+            # An ingest-only key may send but not read: the history ends now, as on an empty store.
+            end = place_history(days, None, None, datetime.now(UTC))
+            console.print(f"[yellow]the key may not read the stored runs ({exc.response.status_code}), so the "
+                          "history ends now and may overlap runs already stored[/yellow]")
         except (httpx.HTTPError, ValueError) as exc:
-            console.print(f"[red]could not read the stored runs to place the history: {exc}[/red]\n"
-                          "The key needs the read scope too; or pass --days 0 to send the runs now.")
+            console.print(f"[red]could not read the stored runs to place the history: {exc}[/red]")
             return 2
         start = end - timedelta(days=days)
         console.print(f"history: {days:g} days of runs, {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M} UTC")

@@ -52,3 +52,19 @@ def test_a_store_whose_runs_are_older_than_the_history_gets_it_ending_now() -> N
     recent = now - timedelta(hours=2)
     assert place_history(14, recent - timedelta(days=14), recent, now) == (
         recent - timedelta(days=14) - timedelta(minutes=1)).replace(second=0, microsecond=0)
+
+
+def test_an_ingest_only_key_still_sends_a_history_ending_now(start_ingest_server, monkeypatch) -> None:
+    from ingest.config import ApiKey
+
+    server = start_ingest_server(api_keys=[
+        ApiKey(key="ingest-only-0123456789", project="p", scopes=["ingest"]),
+        ApiKey(key="reader-0123456789", project="p", scopes=["read"])])
+    monkeypatch.setenv("STEPLENS_API_KEY", "ingest-only-0123456789")
+    quiet = Console(file=io.StringIO(), width=200)
+    assert demo_command(server.http_url, runs=12, seed=4, concurrency=6, console=quiet, days=2) == 0
+    assert "may not read the stored runs (403)" in quiet.file.getvalue()  # type: ignore[attr-defined]
+    assert server.store.wait_loaded(30)
+    page = httpx.get(f"{server.http_url}/api/runs", headers={"x-api-key": "reader-0123456789"}, timeout=30).json()
+    starts = [datetime.fromisoformat(r["start_time"]).astimezone(UTC) for r in page["runs"]]
+    assert len(starts) == 12 and max(starts) - min(starts) > timedelta(hours=6)
