@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed-stamp
 PORT ?= 4318
 UI_PORT ?= 8501
 GRPC_PORT ?= 4317
-RUNS ?= 2000
+RUNS ?= 1000
+DAYS ?= 14
 DEMO ?= auto
 
 .PHONY: run test bench lint venv browser clean
@@ -39,7 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 run: $(STAMP)
-	$(BIN)/python -m steplens.stack --port $(PORT) --ui-port $(UI_PORT) --grpc-port $(GRPC_PORT) --runs $(RUNS) --demo $(DEMO) \
+	$(BIN)/python -m steplens.stack --port $(PORT) --ui-port $(UI_PORT) --grpc-port $(GRPC_PORT) --runs $(RUNS) --days $(DAYS) --demo $(DEMO) \
 	  $(if $(CONFIG),--config $(CONFIG))
 
 clean:

@@ -88,6 +88,7 @@ class AlertStateView(_Model):
 
 class AlertRuleView(_Model):
     rule: dict[str, Any] = Field(default_factory=dict)
+    builtin: bool = False
     firing: bool = False
     states: list[AlertStateView] = Field(default_factory=list)
     last_evaluated: datetime | None = None

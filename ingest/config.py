@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     alert_channels: list[AlertChannelConfig] = Field(
         default_factory=list, description="Alert channels (`[[alert_channels]]`): webhooks; `log` always exists."
     )
+    alerts_defaults: bool = Field(
+        True,
+        description="With no `[[alerts]]` configured, evaluate the built-in rules (per agent: steps per run release "
+        "vs release, steps drift, failure rate and cost per run last 24 h vs the 7 days before; to the log). "
+        "Any `[[alerts]]` replaces them; false turns them off. See docs/alerts.md.",
+    )
 
     @model_validator(mode="after")
     def _row_group_size(self) -> Settings:

@@ -364,6 +364,7 @@ def serve(
 
 def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRouter]]:
     """The read-only query API under /api (owned by ingest.api), as `serve` mounts it."""
+    from ingest.alerts.defaults import effective_rules
     from ingest.alerts.service import AlertService
     from ingest.api import build_query_router
     from ingest.api.alerts import build_alerts_router
@@ -371,7 +372,9 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api.regressions import build_regressions_router
 
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
-    alerts = AlertService(store, settings.alerts, settings.alert_channels)
+    rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults,
+                                    [k.project for k in settings.api_keys])
+    alerts = AlertService(store, rules, settings.alert_channels, builtin=builtin)
     return [
         ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]

@@ -19,6 +19,8 @@ app = typer.Typer(
 )
 
 DEFAULT_API = "http://127.0.0.1:4318"
+DEMO_RUNS = 1000  # the same defaults as `make run` (steplens/stack.py)
+DEMO_DAYS = 14.0
 
 
 @app.callback()
@@ -56,14 +58,17 @@ def ui(
 @app.command()
 def demo(
     endpoint: Annotated[str, typer.Option(help="The ingest server (base URL or its /v1/traces URL).")] = DEFAULT_API,
-    runs: Annotated[int, typer.Option(min=0, help="How many agent runs.")] = 2000,
+    runs: Annotated[int, typer.Option(min=0, help="How many agent runs in all.")] = DEMO_RUNS,
+    days: Annotated[float, typer.Option(min=0, help="Days of history the runs are spread over (before now, "
+                                        "or before the earliest stored run); 0: every run now.")] = DEMO_DAYS,
     seed: Annotated[int, typer.Option(help="Same seed, same runs.")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="Runs in flight at once.")] = 64,
 ) -> None:
-    """Run the example agents on a simulated model and send their traces. Key: STEPLENS_API_KEY."""
+    """Run the example agents on a simulated model and send their traces: by default a history of
+    14 days with planted events (a v2 release, a step creep, an outage). Key: STEPLENS_API_KEY."""
     from kernel.examples.cli import demo_command
 
-    raise typer.Exit(demo_command(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency))
+    raise typer.Exit(demo_command(endpoint=endpoint, runs=runs, seed=seed, concurrency=concurrency, days=days))
 
 
 @app.command(name="import")

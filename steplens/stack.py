@@ -11,7 +11,10 @@ orchestrator gets the terminal's signals and stops the children itself: the UI f
 last, each with one SIGINT and a bounded wait, then SIGKILL.
 
 Re-running reuses the data: the DuckDB file under `--data` is kept, and with `--demo auto` (the
-default) the demo workload runs only when the store holds no runs yet.
+default) the demo workload runs only when the store holds no runs yet. The demo writes a history
+(`--days`, default 14: runs spread over the last two weeks with planted events for the
+dashboards and the built-in alert rules to find); the dashboards start while it runs, so the
+first page with data is up as soon as the demo is done.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ STOP_WAIT_S = 15.0
 SERVER_READY_S = 120.0  # a restart replays the write-ahead spool before it is ready
 UI_READY_S = 60.0
 DEMO_MODES = ("auto", "always", "never")
+DEMO_RUNS = 1000  # 14 days of about 70 runs: enough for every planted event to be found, quick to send
+DEMO_DAYS = 14.0
 API_KEY_ENV = "STEPLENS_API_KEY"
 
 
@@ -161,7 +166,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=4318, help="OTLP/HTTP and query API port")
     parser.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (0 disables)")
     parser.add_argument("--ui-port", type=int, default=8501, help="dashboards port")
-    parser.add_argument("--runs", type=int, default=2000, help="demo runs when the demo runs")
+    parser.add_argument("--runs", type=int, default=DEMO_RUNS, help="demo runs when the demo runs")
+    parser.add_argument("--days", type=float, default=DEMO_DAYS,
+                        help="days of history the demo runs are spread over (0: all now)")
     parser.add_argument("--seed", type=int, default=0, help="demo seed (same seed, same runs)")
     parser.add_argument("--demo", choices=DEMO_MODES, default="auto",
                         help="auto: only into an empty store; always: add a batch; never")
@@ -220,11 +227,14 @@ def _run(args: argparse.Namespace, children: Children) -> int:
     if args.grpc_port:
         print(f"OTLP/gRPC:      127.0.0.1:{args.grpc_port}", flush=True)
 
+    ui = None
+    if has_module("dashboards.app"):  # started first: Streamlit boots while the demo runs
+        ui = children.start("dashboards", [*exe, "ui", "--api", api, "--port", str(args.ui_port)])
+
     _maybe_demo(args, api, exe, children)
 
     ui_url = None
-    if has_module("dashboards.app"):
-        ui = children.start("dashboards", [*exe, "ui", "--api", api, "--port", str(args.ui_port)])
+    if ui is not None:
         if wait_ready(f"http://127.0.0.1:{args.ui_port}/_stcore/health", ui, UI_READY_S):
             ui_url = f"http://127.0.0.1:{args.ui_port}"
         else:
@@ -257,7 +267,7 @@ def _maybe_demo(args: argparse.Namespace, api: str, exe: list[str], children: Ch
               "`make run DEMO=always` adds another batch)", flush=True)
         return
     demo = children.start("demo", [*exe, "demo", "--endpoint", api, "--runs", str(args.runs),
-                                   "--seed", str(args.seed)])
+                                   "--days", str(args.days), "--seed", str(args.seed)])
     code = demo.wait()
     children.procs.remove(("demo", demo))
     if code != 0:

@@ -26,6 +26,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tracer import _state
 from tracer import conventions as c
+from tracer.clock import stamp_ns
 from tracer.content import output_message
 
 _log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def _set(span: Span, attrs: dict[str, Any]) -> None:
 
 
 def _start(name: str, kind: SpanKind, context: Context | None = None) -> Span:
-    return _state.current.tracer.start_span(name, context=context, kind=kind)
+    return _state.current.tracer.start_span(name, context=context, kind=kind, start_time=stamp_ns())
 
 
 class SpanScope:
@@ -116,7 +117,7 @@ class SpanScope:
             if self._token is not None:
                 otel_context.detach(self._token)
                 self._token = None
-            self.span.end()
+            self.span.end(end_time=stamp_ns())
         return False
 
     def _on_exit(self, exc: BaseException | None) -> None:
@@ -131,6 +132,7 @@ class SpanScope:
         stack = "".join(traceback.format_exception(exc))
         self.span.record_exception(
             exc,
+            timestamp=stamp_ns(),
             attributes={
                 c.EXCEPTION_MESSAGE: policy.short(str(exc), 1024),
                 c.EXCEPTION_STACKTRACE: policy.short(stack, 8192),
@@ -151,7 +153,7 @@ class SpanScope:
         a tool or step that was merely interrupted is not counted as failing."""
         self._failed = True  # the escaping CancelledError is not recorded as the span's error
         if self.recording:
-            self.span.add_event(c.EVENT_CANCELLED, {"message": _state.policy().short(message)})
+            self.span.add_event(c.EVENT_CANCELLED, {"message": _state.policy().short(message)}, timestamp=stamp_ns())
 
     @property
     def trace_id(self) -> str | None:
@@ -333,7 +335,7 @@ def budget_check(
             if limit is not None:
                 attrs[c.budget_limit(name)] = limit
         _set(span, attrs)
-    span.end()
+    span.end(end_time=stamp_ns())
 
 
 class TruncateScope(SpanScope):

@@ -14,15 +14,20 @@ with guard():
     api = client()
     alerts = api.alerts()
     if not alerts.rules:
-        empty_state("no alert rules configured: add [[alerts]] to steplens.toml (see docs/alerts.md).")
+        empty_state("no alert rules: add [[alerts]] to steplens.toml, or remove `alerts_defaults = false` for the "
+                    "built-in ones (see docs/alerts.md).")
     else:
         firing = sum(r.firing for r in alerts.rules)
         st.metric("Rules firing", f"{firing} of {len(alerts.rules)}")
+        if any(r.builtin for r in alerts.rules):
+            st.caption("Built-in rules (no [[alerts]] configured): every agent, to the server log. Any [[alerts]] in "
+                       "steplens.toml replaces them; `alerts_defaults = false` turns them off (docs/alerts.md).")
         rows = []
         for r in alerts.rules:
             hot = [s.subject for s in r.states if s.status == "firing"]
             rows.append({
-                "rule": r.rule.get("name", ""), "status": "firing" if r.firing else "ok",
+                "rule": r.rule.get("name", ""), "source": "built-in" if r.builtin else "configured",
+                "status": "firing" if r.firing else "ok",
                 "firing for": ", ".join(hot) or "—", "kind": r.rule.get("kind", ""),
                 "metric": r.rule.get("metric", ""), "severity": r.rule.get("severity", ""),
                 "last evaluated": "" if r.last_evaluated is None else f"{r.last_evaluated:%Y-%m-%d %H:%M:%S}",

@@ -49,10 +49,11 @@ class AlertService:
 
     def __init__(
         self, store: object, rules: list[AlertRule], channels: list[AlertChannelConfig],
-        clock: Callable[[], datetime] = utcnow, dispatcher: Dispatcher | None = None,
+        clock: Callable[[], datetime] = utcnow, dispatcher: Dispatcher | None = None, builtin: bool = False,
     ) -> None:
         self.store = store
         self.rules = list(rules)
+        self.builtin = builtin  # the rules are the built-in set (ingest.alerts.defaults), not configured ones
         self.channels = list(channels)
         self.clock = clock
         self.dispatcher = dispatcher or Dispatcher(self.channels)

@@ -49,6 +49,7 @@ class RuleOut(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     rule: dict[str, Any] = Field(description="The rule as configured (durations in seconds).")
+    builtin: bool = Field(False, description="A built-in rule (no [[alerts]] configured; alerts_defaults).")
     firing: bool
     states: list[StateOut]
     last_evaluated: datetime | None
@@ -134,7 +135,7 @@ def build_alerts_router(
             st = service.status.get(rule.name)
             mine = by_rule.get(rule.name, [])
             out.append(RuleOut(
-                rule=_rule_view(rule), firing=any(s.status == FIRING for s in mine),
+                rule=_rule_view(rule), builtin=service.builtin, firing=any(s.status == FIRING for s in mine),
                 states=[StateOut.of(s) for s in mine],
                 last_evaluated=_utc(st.last_evaluated) if st else None, next_due=_utc(st.next_due) if st else None,
                 last_error=st.last_error if st else None,

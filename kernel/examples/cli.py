@@ -7,12 +7,14 @@ prints nothing but the optional progress bar), so tests can call either part alo
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 
 import httpx
 from rich.console import Console
 from rich.table import Table
 
 from kernel.examples.demo import TRACES_PATH, DemoSummary, run_demo
+from kernel.examples.history import ROLLOUT_SHARE
 
 API_KEY_ENV = "STEPLENS_API_KEY"
 
@@ -35,6 +37,35 @@ def server_problem(endpoint: str, timeout_s: float = 3.0) -> str | None:
     return None
 
 
+def _run_time(endpoint: str, order: str, headers: dict[str, str] | None) -> datetime | None:
+    """Start time of the earliest (`asc`) or latest (`desc`) stored run; None when the store has none."""
+    response = httpx.get(_base_url(endpoint) + "/api/runs", headers=headers, timeout=30.0,
+                         params={"limit": 1, "sort": "start_time", "order": order})
+    runs = response.raise_for_status().json().get("runs") or []
+    stamp = runs[0].get("start_time") if runs else None
+    return None if not stamp else datetime.fromisoformat(stamp).astimezone(UTC)
+
+
+def place_history(days: float, earliest: datetime | None, latest: datetime | None, now: datetime) -> datetime:
+    """Where a new history of `days` days ends so that it overlaps no stored run: now when the
+    store is empty or its latest run is older than the history's start; otherwise just before the
+    earliest stored run (the stored runs stay the newest)."""
+    if latest is None or earliest is None or latest <= now - timedelta(days=days):
+        return _minute(now)
+    return _minute(earliest - timedelta(minutes=1))
+
+
+def _minute(t: datetime) -> datetime:
+    """Whole minutes, so the printed end time is the exact one (a test can replan the same runs)."""
+    return t.replace(second=0, microsecond=0)
+
+
+def history_end(endpoint: str, days: float, headers: dict[str, str] | None) -> datetime:
+    """`place_history` against the server's stored runs (the API answers what the key may read)."""
+    now = datetime.now(UTC)
+    return place_history(days, _run_time(endpoint, "asc", headers), _run_time(endpoint, "desc", headers), now)
+
+
 def summary_tables(summary: DemoSummary) -> list[Table]:
     """Totals per agent/version, then stop reasons per agent/version (two narrow tables fit a terminal)."""
     groups = [g for g in summary.groups.values() if g.runs]
@@ -53,19 +84,60 @@ def summary_tables(summary: DemoSummary) -> list[Table]:
     return [totals, reasons]
 
 
-def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64, console: Console | None = None) -> int:
+def story_text(summary: DemoSummary) -> str:
+    """The planted events with their dates, so a user knows what the dashboards should show."""
+    story = summary.story
+    assert story is not None
+    fmt = "%a %Y-%m-%d %H:%M"
+    partial, full = story.rollout
+    outage, _ = story.outage
+    modes = ", ".join(f"{n} {mode}" for mode, n in sorted(summary.modes.items()))
+    return "\n".join([
+        "planted in this history (UTC):",
+        f"  ops v2 release: {ROLLOUT_SHARE:.0%} of ops traffic from {partial:{fmt}}, all of it from {full:{fmt}} "
+        "(more steps and cost per run)",
+        f"  ticket step-count creep: from {story.creep_start:{fmt}} to the end",
+        f"  provider outage (llm_unavailable): {outage:{fmt}} for one hour",
+        f"  query_logistics latency doubles from {story.latency_change:{fmt}}",
+        f"  runs by mode: {modes}",
+    ])
+
+
+def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64, console: Console | None = None,
+                 days: float = 0) -> int:
     """Exit code: 0 when every run was exported and accepted, 1 when spans were lost, 2 when no
-    server answers."""
+    server answers (or its runs could not be read for another reason than the key's scope, so the
+    history could not be placed)."""
     console = console or Console()
     problem = server_problem(endpoint)
     if problem is not None:
         console.print(f"[red]{problem}[/red]\nStart one with `steplens serve` or pass --endpoint.")
         return 2
     key = os.environ.get(API_KEY_ENV)
-    summary = run_demo(endpoint, runs, seed=seed, concurrency=concurrency, progress=True,
-                       headers={"x-api-key": key} if key else None)
+    headers = {"x-api-key": key} if key else None
+    end = None
+    if days > 0:
+        try:
+            end = history_end(endpoint, days, headers)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code not in (401, 403):
+                console.print(f"[red]could not read the stored runs to place the history: {exc}[/red]")
+                return 2
+            # An ingest-only key may send but not read: the history ends now, as on an empty store.
+            end = place_history(days, None, None, datetime.now(UTC))
+            console.print(f"[yellow]the key may not read the stored runs ({exc.response.status_code}), so the "
+                          "history ends now and may overlap runs already stored[/yellow]")
+        except (httpx.HTTPError, ValueError) as exc:
+            console.print(f"[red]could not read the stored runs to place the history: {exc}[/red]")
+            return 2
+        start = end - timedelta(days=days)
+        console.print(f"history: {days:g} days of runs, {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M} UTC")
+    summary = run_demo(endpoint, runs, seed=seed, concurrency=concurrency, progress=True, headers=headers,
+                       days=days, end=end)
     for table in summary_tables(summary):
         console.print(table)
+    if summary.story is not None:
+        console.print(story_text(summary))
     console.print(f"generated in {summary.seconds:.1f} s; spans: {summary.spans_exported:,} exported of "
                   f"{summary.spans_ended:,}")
     if not summary.export_complete:

@@ -1,13 +1,19 @@
-"""`steplens demo`: a mixed workload of the example agents, exported through the real OTLP path.
+"""`steplens demo`: a workload of the example agents, exported through the real OTLP path.
 
-Every run is decided by `(seed, run index)` alone: which agent and version, the task, whether
-the provider is having a bad moment, and the model's faults. So the same `--seed` gives the same
-runs (same stop reasons, tokens and costs) whatever the concurrency, and an end-to-end test can
-compare what the API stores with the `DemoSummary` returned here.
+Two shapes:
+- a history (`days` > 0, the default of `steplens demo`): the runs of the last `days` days with
+  a daily and weekly traffic shape and planted events (a gradual v2 release, a step-count creep,
+  a provider outage, a slower tool, eval and shadow runs), see `kernel.examples.history`. Each
+  run really executes now; its spans are stamped at its planned start (`tracer.clock.shifted`);
+- a burst (`days` = 0): every run now. 50% ticket agent, 30% ops agent, 20% cost-comparison
+  planner (plan-and-execute), versions v1/v2 half each, every v1 run started before the v2 runs
+  (`release_order`); 3% of runs fall into a provider "incident" where most calls fail (retries,
+  fallbacks, some `llm_unavailable`).
 
-Workload: 50% ticket agent, 30% ops agent, 20% cost-comparison planner (plan-and-execute),
-versions v1/v2 half each, every v1 run started before the v2 runs (`release_order`); 3% of runs fall into a
-provider "incident" where most calls fail (retries, fallbacks, some `llm_unavailable`).
+Every run is decided by `(seed, run index)` (and, for a history, its end time) alone: which agent
+and version, the task, the model's faults. So the same `--seed` gives the same runs (same stop
+reasons, tokens and costs) whatever the concurrency, and an end-to-end test can compare what the
+API stores with the `DemoSummary` returned here.
 """
 
 from __future__ import annotations
@@ -20,12 +26,17 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from kernel import telemetry
+from kernel.examples import ticket
 from kernel.examples.catalog import AGENTS, build_agent
 from kernel.examples.faults import FaultRates
+from kernel.examples.history import AGENT_WEIGHTS, PlannedRun, Story, plan_history
+from kernel.policy import Shadow
 from kernel.types import RunResult
+from tracer.clock import shifted
 
-AGENT_WEIGHTS = {"ticket": 0.5, "ops": 0.3, "planner": 0.2}
 DEGRADED_RATE = 0.03
 DEGRADED_FAULTS = {"outage": 0.7}
 DEFAULT_CONCURRENCY = 64
@@ -77,6 +88,8 @@ class DemoSummary:
     spans_dropped: int = 0
     export_error: str | None = None
     trace_ids: list[str] = field(default_factory=list)
+    modes: Counter[str] = field(default_factory=Counter)
+    story: Story | None = None  # the history's dates (None: a burst, every run now)
 
     @property
     def runs(self) -> int:
@@ -111,18 +124,6 @@ class DemoSummary:
         return self.spans_failed == 0 and self.spans_dropped == 0 and self.spans_exported == self.spans_ended
 
 
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run of the workload, fully decided by (seed, index)."""
-
-    index: int
-    agent: str
-    version: str
-    task: str
-    faults: FaultRates
-    seed: str
-
-
 def plan_run(seed: int, index: int, faults: FaultRates | None = None) -> PlannedRun:
     rng = random.Random(f"demo:{seed}:{index}")
     agent = rng.choices(list(AGENT_WEIGHTS), weights=list(AGENT_WEIGHTS.values()))[0]
@@ -147,9 +148,23 @@ def release_order(runs: int, seed: int, faults: FaultRates | None = None) -> lis
 
 
 async def execute(plan: PlannedRun, latency_s: tuple[float, float] = (0.0, 0.0)) -> tuple[RunResult, Counter[str]]:
-    """Run one planned run; returns the result and the faults its models injected."""
-    built = build_agent(plan.agent, plan.version, seed=plan.seed, faults=plan.faults, latency_s=latency_s)
-    result = await built.agent.run(plan.task)
+    """Run one planned run; returns the result and the faults its models injected.
+
+    A run with a `start` executes now with the tracer's clock shifted to that moment (the whole
+    run moves, its measured durations stay); `mode` eval labels it with its evaluation run id,
+    shadow runs it under the `Shadow` policy (side effects recorded, not executed)."""
+    built = build_agent(plan.agent, plan.version, seed=plan.seed, faults=plan.faults, latency_s=latency_s,
+                        policy=Shadow() if plan.mode == "shadow" else None)
+    with contextlib.ExitStack() as scope:
+        if plan.start is not None:
+            scope.enter_context(shifted(plan.start.timestamp() - time.time()))
+        if plan.mode == "eval":
+            scope.enter_context(telemetry.run_labels(eval_run_id=plan.eval_run_id, eval_case_id=f"case-{plan.index}"))
+        token = ticket.CARRIER_LATENCY_S.set(plan.carrier_latency_s)
+        try:
+            result = await built.agent.run(plan.task)
+        finally:
+            ticket.CARRIER_LATENCY_S.reset(token)
     injected: Counter[str] = Counter()
     for model in built.models:
         injected.update(model.injected)
@@ -170,27 +185,38 @@ async def run_workload(
     faults: FaultRates | None = None,
     latency_s: tuple[float, float] = (0.0, 0.0),
     on_run: object = None,
+    days: float = 0,
+    end: datetime | None = None,
 ) -> DemoSummary:
-    """The workload without any tracing setup (the caller decides where spans go, if anywhere)."""
+    """The workload without any tracing setup (the caller decides where spans go, if anywhere).
+    `days` > 0 plans a history ending at `end` (default now; `faults` then does not apply: the
+    history decides each run's faults); 0 runs a burst, every run now."""
     if runs < 0:
         raise ValueError("runs must be >= 0")
     started = time.monotonic()
     groups = {(a, v): GroupSummary(a, v) for a, spec in AGENTS.items() for v in sorted(spec.versions)}
     trace_ids: list[str] = []
-    indices = iter(release_order(runs, seed, faults))
+    modes: Counter[str] = Counter()
+    story: Story | None = None
+    if days > 0:
+        story, planned = plan_history(runs, days, seed, end)
+        plans = iter(planned)
+    else:
+        plans = (plan_run(seed, index, faults) for index in release_order(runs, seed, faults))
 
     async def worker() -> None:
-        for index in indices:
-            plan = plan_run(seed, index, faults)
+        for plan in plans:
             result, injected = await execute(plan, latency_s)
             groups[(plan.agent, plan.version)].add(result, injected)
+            modes[plan.mode] += 1
             if result.trace_id:
                 trace_ids.append(result.trace_id)
             if callable(on_run):
                 on_run()
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, runs or 1)))))
-    return DemoSummary(seed=seed, groups=groups, seconds=time.monotonic() - started, trace_ids=trace_ids)
+    return DemoSummary(seed=seed, groups=groups, seconds=time.monotonic() - started, trace_ids=trace_ids,
+                       modes=modes, story=story)
 
 
 def run_demo(
@@ -203,9 +229,12 @@ def run_demo(
     faults: FaultRates | None = None,
     headers: dict[str, str] | None = None,
     flush_timeout_s: float = 60.0,
+    days: float = 0,
+    end: datetime | None = None,
 ) -> DemoSummary:
     """Run `runs` demo runs, export their traces to `endpoint` (OTLP/HTTP, batched), flush, and
     say what was run and whether every span arrived. Synchronous: call it from plain code (the CLI).
+    `days`/`end`: a history of that many days ending at `end` (see `run_workload`).
 
     `headers` go with every export (e.g. `{"x-api-key": ...}` for a server with API keys); None
     means the standard `OTEL_EXPORTER_OTLP_HEADERS`."""
@@ -224,7 +253,7 @@ def run_demo(
     before = handle.stats()
     try:
         with _quiet_retries():
-            summary = asyncio.run(_with_progress(runs, seed, concurrency, progress, faults))
+            summary = asyncio.run(_with_progress(runs, seed, concurrency, progress, faults, days, end))
     finally:
         flushed = handle.force_flush(flush_timeout_s)
         if existing is None:
@@ -252,12 +281,14 @@ def _quiet_retries() -> Iterator[None]:
 
 
 async def _with_progress(
-    runs: int, seed: int, concurrency: int, progress: bool, faults: FaultRates | None
+    runs: int, seed: int, concurrency: int, progress: bool, faults: FaultRates | None, days: float,
+    end: datetime | None,
 ) -> DemoSummary:
     if not progress:
-        return await run_workload(runs, seed, concurrency, faults=faults)
+        return await run_workload(runs, seed, concurrency, faults=faults, days=days, end=end)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("demo runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
         task = bar.add_task("runs", total=runs)
-        return await run_workload(runs, seed, concurrency, faults=faults, on_run=lambda: bar.advance(task))
+        return await run_workload(runs, seed, concurrency, faults=faults, on_run=lambda: bar.advance(task),
+                                  days=days, end=end)

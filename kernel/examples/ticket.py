@@ -15,8 +15,10 @@ Versions (the documented difference the regression features should find):
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Annotated, Any
@@ -117,6 +119,12 @@ def build_shop(size: int = 40) -> Shop:
     return Shop(orders, shipments)
 
 
+# How long the carrier API behind `query_logistics` takes to answer, for the calls made in this
+# context (the demo's history doubles it after a date; 0 elsewhere). A ContextVar rather than a
+# build argument because the tools are built once per version and shared by concurrent runs.
+CARRIER_LATENCY_S: ContextVar[float] = ContextVar("ticket_carrier_latency_s", default=0.0)
+
+
 def build_tools(shop: Shop, version: str) -> list[Tool]:
     """The five tools over `shop`. Only `query_logistics`'s description depends on the version."""
 
@@ -129,6 +137,8 @@ def build_tools(shop: Shop, version: str) -> list[Tool]:
 
     @tool(description=LOGISTICS_V1 if version == "v1" else LOGISTICS_V2, price_usd=0.002)
     async def query_logistics(tracking_number: Annotated[str, Field(description="carrier tracking number")]) -> dict:
+        if (latency := CARRIER_LATENCY_S.get()) > 0:
+            await asyncio.sleep(latency)
         shipment = shop.shipments.get(tracking_number.strip().upper())
         if shipment is None:
             raise NotFound("shipment", tracking_number)

@@ -1,14 +1,18 @@
 """`make run` end to end, as `python -m steplens.stack` on a temp directory with free ports: the real
-server, the demo workload through real OTLP/HTTP, the dashboards; the query API holds exactly what
-the kernel returned; the planted v2 regression is flagged; an alert fires to a local webhook;
-SIGINT stops every process the stack started; a second start reuses the data without re-running
-the demo; a taken port is reported as one clear line."""
+server, the default demo history through real OTLP/HTTP, the dashboards; the query API holds
+exactly what the kernel returned; the planted v2 regression is flagged and, with no config, the
+built-in alert rules make `steplens alerts check` exit 1; SIGINT stops every process the stack
+started; a second start reuses the data without re-running the demo, and its configured rule
+replaces the built-in ones and fires to a local webhook; a taken port is reported as one clear
+line. The time to the first page with data is logged (not asserted: the machine is shared)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,6 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -26,10 +31,12 @@ import pytest
 from kernel.examples.demo import run_workload
 from steplens import stack
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(480)
 
-RUNS = 300
+RUNS = stack.DEMO_RUNS  # what `make run` sends: the time to first data is the one a user sees
+DAYS = stack.DEMO_DAYS
 SEED = 0
+log = logging.getLogger(__name__)
 RULE = "ops v2 takes more steps"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,6 +102,7 @@ class Stack:
 
     def __init__(self, workdir: Path, args: list[str]) -> None:
         self.log = workdir / f"stack-{time.monotonic_ns()}.log"
+        self.started = time.monotonic()
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "steplens.stack", *args], cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
@@ -104,12 +112,14 @@ class Stack:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def wait_serving(self, timeout_s: float = 150) -> None:
+    def wait_serving(self, timeout_s: float = 400) -> float:
+        """Seconds from start until the stack says it is serving (dashboards up, demo sent)."""
         deadline = time.monotonic() + timeout_s
         while "press Ctrl-C to stop everything" not in self.output():
             assert self.proc.poll() is None, f"the stack exited early:\n{self.output()}"
             assert time.monotonic() < deadline, f"the stack did not come up:\n{self.output()}"
             time.sleep(0.3)
+        return time.monotonic() - self.started
 
     def interrupt_and_check_cleanup(self) -> None:
         children = _descendants(self.proc.pid)
@@ -162,61 +172,91 @@ channels = ["hook"]
     return path
 
 
+def _history_end(out: str) -> datetime:
+    """The end of the history the demo printed (whole minutes, so the runs can be replanned)."""
+    match = re.search(r"history: .* \.\. (\d{4}-\d\d-\d\d \d\d:\d\d) UTC", out)
+    assert match, out
+    return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+
+
 def test_make_run_serves_the_demo_flags_the_regression_alerts_and_stops_everything(tmp_path, webhook) -> None:
     hook_url, received = webhook
     port, ui_port = _free_port(), _free_port()
     api = f"http://127.0.0.1:{port}"
     data = tmp_path / "data"
-    args = ["--port", str(port), "--grpc-port", "0", "--ui-port", str(ui_port), "--runs", str(RUNS),
-            "--seed", str(SEED), "--data", str(data), "--config", str(_config(tmp_path / "steplens.toml", hook_url))]
+    args = ["--port", str(port), "--grpc-port", "0", "--ui-port", str(ui_port), "--seed", str(SEED),
+            "--data", str(data)]
 
-    first = Stack(tmp_path, args)
+    first = Stack(tmp_path, args)  # no config: the built-in alert rules
     try:
-        first.wait_serving()
+        serving_s = first.wait_serving()
+        first_page = httpx.get(f"http://127.0.0.1:{ui_port}/", timeout=30)
+        log.warning("make run: %d demo runs over %g days; first page with data after %.1f s (dashboards and "
+                    "API up, history sent)", RUNS, DAYS, serving_s)
         out = first.output()
+        assert first_page.status_code == 200
         assert f"dashboards:   http://127.0.0.1:{ui_port}" in out and f"{api}/v1/traces" in out
         assert "demo runs" in out and f"{RUNS}/{RUNS}" in out  # the progress bar got to the end
+        assert "planted in this history" in out
         assert httpx.get(f"http://127.0.0.1:{ui_port}/_stcore/health", timeout=10).status_code == 200
 
-        expected = asyncio.run(run_workload(RUNS, seed=SEED))  # what the kernel returns
+        resilient = logging.getLogger("kernel.llm.resilient")  # the planted outage's fallbacks: expected
+        level, _ = resilient.level, resilient.setLevel(logging.ERROR)
+        try:
+            expected = asyncio.run(run_workload(RUNS, seed=SEED, days=DAYS, end=_history_end(out)))
+        finally:
+            resilient.setLevel(level)
         runs = _all_runs(api)
         assert len(runs) == RUNS == expected.runs
         assert Counter((r["agent"], r["version"]) for r in runs) == Counter(
             {k: g.runs for k, g in expected.groups.items() if g.runs})
         assert Counter(r["stop_reason"] for r in runs) == expected.stop_reasons
+        assert Counter(r["mode"] for r in runs) == expected.modes
         assert sum(r["ok"] for r in runs) == expected.ok
         assert sum(r["input_tokens"] for r in runs) == expected.input_tokens
         assert sum(r["output_tokens"] for r in runs) == expected.output_tokens
         # The kernel's run spans declare their cost: never null in the API, even with nothing priced.
         assert all(r["cost_usd"] is not None for r in runs)
         assert sum(r["cost_usd"] for r in runs) == pytest.approx(expected.cost_usd, rel=1e-6)
+        days = {r["start_time"][:10] for r in runs}
+        assert len(days) >= DAYS, sorted(days)
 
-        report = httpx.get(f"{api}/api/regressions", timeout=60, params={
-            "comparison": "release", "agent": "ops", "baseline_version": "v1", "current_version": "v2"}).json()
-        steps = [f for f in report["findings"] if f["metric"] == "steps"]
+        report = httpx.get(f"{api}/api/regressions", timeout=60, params={"comparison": "release"}).json()
+        steps = [f for f in report["findings"] if f["metric"] == "steps" and f["agent"] == "ops"]
         assert steps and steps[0]["flagged"] and steps[0]["verdict"] == "regression", steps
         assert steps[0]["relative_change"] > 0.1
 
-        check = httpx.post(f"{api}/api/alerts/check", timeout=60).raise_for_status().json()
-        assert check["errors"] == {}
-        assert [e["rule"] for e in check["events"] if e["kind"] == "firing"] == [RULE], check
-        deadline = time.monotonic() + 20
-        while not received and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert received and received[0]["steplens"]["rule"] == RULE and received[0]["steplens"]["kind"] == "firing"
-        assert received[0]["steplens"]["evidence"], "the notification should point at example traces"
+        rules = httpx.get(f"{api}/api/alerts", timeout=30).raise_for_status().json()["rules"]
+        assert rules and all(r["builtin"] for r in rules)
+        check = subprocess.run([sys.executable, "-m", "steplens.cli", "alerts", "check", "--api", api], cwd=REPO,
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "STEPLENS_API_KEY": "", "COLUMNS": "200"})
+        assert check.returncode == 1, check.stdout + check.stderr
+        assert "ops" in check.stdout and "ticket" in check.stdout
 
         first.interrupt_and_check_cleanup()
     finally:
         first.kill()
     assert "stopping" in first.output()
 
-    second = Stack(tmp_path, args)  # re-running reuses the data: no second demo batch
+    # re-running reuses the data (no second demo batch); a configured rule replaces the built-in ones
+    second = Stack(tmp_path, [*args, "--config", str(_config(tmp_path / "steplens.toml", hook_url))])
     try:
         second.wait_serving()
         assert "demo workload: skipped" in second.output()
         assert "demo runs" not in second.output()
         assert len(_all_runs(api)) == RUNS
+        rules = httpx.get(f"{api}/api/alerts", timeout=30).raise_for_status().json()["rules"]
+        assert [(r["rule"]["name"], r["builtin"]) for r in rules] == [(RULE, False)]
+
+        check = httpx.post(f"{api}/api/alerts/check", timeout=60).raise_for_status().json()
+        assert check["errors"] == {}
+        assert [s["rule"] for s in check["firing"]] == [RULE], check
+        deadline = time.monotonic() + 20
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert received and received[0]["steplens"]["rule"] == RULE and received[0]["steplens"]["kind"] == "firing"
+        assert received[0]["steplens"]["evidence"], "the notification should point at example traces"
         second.interrupt_and_check_cleanup()
     finally:
         second.kill()
