@@ -351,3 +351,7 @@ EXCEPTION_STACKTRACE = "exception.stacktrace"  # attribute of the `exception` ev
 # Read by ingest's analytics (added for per-tool observation size of foreign clients).
 OI_INPUT_VALUE = "input.value"  # OpenInference: a span's input (a tool's arguments)
 OI_OUTPUT_VALUE = "output.value"  # OpenInference: a span's output (a tool's result)
+
+# Read by ingest's run derivation (ingest/store/run_derive.py): a run's version when no agent span says it.
+LANGFUSE_VERSION = "langfuse.version"  # Langfuse SDK: the trace's version
+LANGFUSE_RELEASE = "langfuse.release"  # Langfuse SDK: the release the trace was produced by
