@@ -4,13 +4,15 @@ write the runs row the same way."""
 
 from __future__ import annotations
 
+from tracer.conventions import OperationClass
+
 # runs.root_kind: where the row's root-derived fields came from.
 ROOT_AGENT = "agent"  # an agent or workflow span (or a foreign workflow/graph root)
 ROOT_PARENTLESS = "root"  # the parentless span of a trace without one
 
 # The class of workflow spans (`gen_ai.operation.name=invoke_workflow`, Traceloop workflows): the top of
 # a run like an agent span, whichever of the two classes a convention maps them to.
-WORKFLOW_CLASS = "workflow"
+WORKFLOW_CLASS = OperationClass.WORKFLOW.value
 
 # runs.stop_reason_source: how ok / stop_reason / steps were found.
 SOURCE_REPORTED = "reported"  # the run span said so (steplens.run.*: our kernel)
