@@ -413,3 +413,7 @@ LANGFUSE_ENVIRONMENT = "langfuse.environment"
 LANGFUSE_VERSION = "langfuse.version"
 LANGFUSE_RELEASE = "langfuse.release"
 LANGFUSE_LEVEL_ERROR = "ERROR"
+
+# Read by ingest's run derivation (ingest/store/run_derive.py): how a foreign run's loop ended.
+OI_LLM_FINISH_REASON = "llm.finish_reason"  # OpenInference: the model call's finish reason
+SMOLAGENTS_MAX_STEPS = "smolagents.max_steps"  # smolagents run span: its step limit

@@ -84,8 +84,12 @@ class Run(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def sub_agents(self) -> list[str]:
-        """Names of the agents that ran under the run's top span, in start order, once each."""
-        names = [a.agent for a in self.agents if a.span_id != self.root_span_id and a.agent and a.kind == "agent"]
+        """Names of the other agents that ran under the run's top span (handoffs, agents as tools,
+        sub-graphs, crews), in start order, once each."""
+        names = [
+            a.agent for a in self.agents
+            if a.span_id != self.root_span_id and a.agent and a.kind == "agent" and a.agent != self.agent
+        ]  # fmt: skip
         return list(dict.fromkeys(names))
 
     @field_validator("start_time", "end_time", mode="before")

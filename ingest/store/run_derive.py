@@ -80,6 +80,13 @@ _CANCELLED = re.compile(r"Cancel", re.I)
 _TIMEOUT_TYPE = re.compile(r"Timeout|TimedOut|DeadlineExceeded", re.I)
 _TIMEOUT_MESSAGE = re.compile(r"timed? ?out", re.I)
 _EVIDENCE_CHARS = 500
+# A run's last model call asked for tools (OpenAI `tool_calls`, Anthropic `tool_use`, `function_call`).
+_ASKS_FOR_TOOLS = re.compile(r"tool|function", re.I)
+# Tools that end a run with its answer (smolagents `final_answer`, pydantic-ai `final_result`).
+_FINAL_TOOL = re.compile(r"^final_(answer|result)$")
+# smolagents names its run span `<agent name>.run` and sets no agent name attribute.
+_SMOLAGENTS_SCOPE = "smolagents"
+_SMOLAGENTS_RUN = ".run"
 
 
 @dataclass
@@ -109,6 +116,10 @@ class _Span:
     service_version: str | None
     langfuse_version: str | None
     exception: tuple[str | None, str | None] | None  # the first recorded exception's (type, message)
+    named: bool = False  # an agent/workflow span naming its agent by attribute, not only by span name
+    scope: str | None = None
+    finish: str | None = None  # an LLM span's finish reason(s), as text
+    max_steps: int | None = None  # the step limit a run span declares (smolagents)
     children: list[_Span] = field(default_factory=list)
 
     @property
@@ -212,6 +223,7 @@ class _Trace:
             parent = self.by_id.get(s.parent) if s.parent else None
             if parent is not None and parent is not s:
                 parent.children.append(s)
+        self.top: _Span | None = None
         self.has_llm_below: set[str] = set()
         self.has_tool_below: set[str] = set()
         for s in self.spans:  # mark every ancestor of each LLM / tool span (cycle-safe)
@@ -233,12 +245,19 @@ class _Trace:
         return s.input_tokens is not None or s.output_tokens is not None or s.response_model is not None or s.failed
 
     def is_tool_call(self, s: _Span) -> bool:
-        if s.operation != _TOOL or s.span_id in self.has_tool_below:
+        """A tool span that ran a named tool: not a wrapper of one, not synthetic (ADK's merged tools),
+        not a handoff (OpenAI Agents' `handoff to X` is a tool span that names no tool)."""
+        if s.operation != _TOOL or s.span_id in self.has_tool_below or not s.tool_name:
             return False
-        return _SYNTHETIC_TOOL not in s.name and _SYNTHETIC_TOOL not in (s.tool_name or "")
+        return _SYNTHETIC_TOOL not in s.name and _SYNTHETIC_TOOL not in s.tool_name
 
     def is_agentic(self, s: _Span) -> bool:
         return s.operation in _AGENTIC and s.op_name != c.OP_CREATE_AGENT
+
+    def is_agent_scope(self, s: _Span) -> bool:
+        """The run's top span, and nested agent/workflow spans that name their agent by attribute;
+        an unnamed nested agent span (a LangGraph `agent` node) is part of its caller's scope."""
+        return s is self.top or (self.is_agentic(s) and s.named)
 
 
 def _steps(trace: _Trace, spans: list[_Span], calls: list[_Span], tools: list[_Span]) -> int:
@@ -273,7 +292,7 @@ def _own_spans(trace: _Trace, top: _Span) -> list[_Span]:
             continue
         seen.add(s.span_id)
         out.append(s)
-        stack.extend(ch for ch in s.children if not trace.is_agentic(ch))
+        stack.extend(ch for ch in s.children if not trace.is_agent_scope(ch))
     return out
 
 
@@ -302,7 +321,7 @@ def _agent_rows(trace: _Trace, agentic: list[_Span], root: _Span | None, run_ok:
         own = _own_spans(trace, a)
         n = _counts(trace, own)
         parent = trace.by_id.get(a.parent) if a.parent else None
-        while parent is not None and not trace.is_agentic(parent):
+        while parent is not None and not trace.is_agent_scope(parent):
             parent = trace.by_id.get(parent.parent) if parent.parent else None
         rows.append({
             "span_id": a.span_id,
@@ -339,6 +358,40 @@ def _root(trace: _Trace) -> tuple[_Span | None, str | None]:
     return None, None
 
 
+def _run_agent(trace: _Trace, root: _Span, agentic: list[_Span]) -> str | None:
+    """The run's agent: a top span that names its agent, or a workflow top (named after itself);
+    else the first nested agent span naming its agent (OpenAI Agents' unnamed `Agent workflow` top);
+    else the top's name as its convention gives it (smolagents `<agent>.run`: the agent)."""
+    if root.agent_name and (root.named or root.operation == WORKFLOW_CLASS):
+        return root.agent_name
+    named = next((s.agent_name for s in agentic if s is not root and s.named and s.agent_name), None)
+    if named:
+        return named
+    name = root.agent_name or (_strip_prefix(root.name) if root.operation in _AGENTIC else None)
+    if name and root.scope and _SMOLAGENTS_SCOPE in root.scope and name.endswith(_SMOLAGENTS_RUN):
+        name = name[: -len(_SMOLAGENTS_RUN)]
+    return name or next((s.agent_name for s in trace.spans if s.agent_name), None)
+
+
+def _stopped_by_limit(trace: _Trace, root: _Span, calls: list[_Span], tools: list[_Span]) -> bool:
+    """A run with no error whose loop was cut off by the framework's limit: the model never answered.
+    Its step count reached the limit its run span declares without a final-answer tool (smolagents);
+    or its last model call asked for tools that never ran (LangGraph's `remaining_steps`); or a tool
+    ran after its last model call, so no model saw the result (Strands' turn limit)."""
+    final = any(_FINAL_TOOL.match(t.tool_name or "") for t in tools)
+    if root.max_steps and not final:
+        steps = sum(1 for s in trace.spans if s.operation == _STEP or _FRAMEWORK_STEP_NAME.match(s.name))
+        if steps >= root.max_steps:
+            return True
+    last_call = max(calls, key=lambda s: (s.end, s.span_id), default=None)
+    if last_call is None:
+        return False
+    if last_call.finish and _ASKS_FOR_TOOLS.search(last_call.finish) and not any(t.start >= last_call.start for t in tools):
+        return True
+    last_tool = max(tools, key=lambda s: (s.end, s.span_id), default=None)
+    return last_tool is not None and last_tool.start >= last_call.end and not _FINAL_TOOL.match(last_tool.tool_name or "")
+
+
 def _after(s: _Span, others: list[_Span]) -> bool:
     """Whether some call of `others` ended successfully after `s` ended."""
     return any(o is not s and not o.failed and o.end > s.end for o in others)
@@ -365,24 +418,13 @@ def derive_trace(project: str, trace_id: str, spans: list[_Span]) -> DerivedRun:
         models=sorted({s.model for s in n["calls"] if s.model}),
     )  # fmt: skip
     if root is None:  # no top span stored yet: counts only, outcome once the root arrives
-        if agentic:
-            run.agents = json.dumps(_agent_rows(trace, agentic, None, None), default=str)
         return run
 
-    first_agent = next((s for s in agentic if s is not root), None)
+    trace.top = root
     run.root_span_id, run.root_kind, run.name = root.span_id, root_kind, root.name
     run.start_time, run.end_time = root.start, root.end
     run.duration_ms = (root.end - root.start).total_seconds() * 1000.0
-    if root.agent_name:
-        run.agent = root.agent_name
-    elif root_kind == ROOT_AGENT and root.operation != _AGENT:  # a workflow or graph names its run
-        run.agent = _strip_prefix(root.name)
-    elif first_agent is not None and first_agent.agent_name:
-        run.agent = first_agent.agent_name
-    elif root_kind == ROOT_AGENT:
-        run.agent = _strip_prefix(root.name)
-    else:
-        run.agent = next((s.agent_name for s in trace.spans if s.agent_name), None)
+    run.agent = _run_agent(trace, root, agentic)
     run.version = (
         root.agent_version
         or next((s.agent_version for s in agentic if s.agent_version), None)
@@ -394,8 +436,9 @@ def derive_trace(project: str, trace_id: str, spans: list[_Span]) -> DerivedRun:
     run.steps = n["steps"]
     run.stop_reason_source = SOURCE_INFERRED
     _outcome(run, trace, root, n["calls"], n["tools"])
-    if agentic:
-        run.agents = json.dumps(_agent_rows(trace, agentic, root, run.ok), default=str)
+    scopes = [s for s in agentic if trace.is_agent_scope(s)]
+    if scopes:
+        run.agents = json.dumps(_agent_rows(trace, scopes, root, run.ok), default=str)
     return run
 
 
@@ -415,7 +458,10 @@ def _outcome(run: DerivedRun, trace: _Trace, root: _Span, calls: list[_Span], to
         and not _after(last_call, leaves)
     )
     if not (root.has_error_evidence or llm_failed or limit):
-        run.ok, run.stop_reason = True, "finish"
+        if _stopped_by_limit(trace, root, calls, tools):
+            run.ok, run.stop_reason = False, "max_steps"
+        else:
+            run.ok, run.stop_reason = True, "finish"
         return
     run.ok = False
     root_type, root_message = root.error() if root.has_error_evidence else (None, None)
@@ -442,6 +488,8 @@ def _outcome(run: DerivedRun, trace: _Trace, root: _Span, calls: list[_Span], to
     run.last_error_tool = evidence.tool_name if evidence.operation == _TOOL else None
     run.last_error_type = _short_type(exc_type) or None
     run.last_error_template = evidence.error_template if evidence.failed and evidence.error_template else safe_template(message)
+    if root.has_error_evidence and root_type:  # what the run raised to its caller
+        exc_type, message = root_type, root_message
     text = ": ".join(p for p in (_short_type(exc_type), message) if p)
     run.failure_evidence = text[:_EVIDENCE_CHARS] or None
 
@@ -470,7 +518,17 @@ SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.name, s.operation, 
         json_extract_string(s.attributes, $lf_release_path), json_extract_string(s.resource, $lf_release_path))
         END AS langfuse_version,
     CASE WHEN s.events::VARCHAR <> '[]' AND contains(s.events::VARCHAR, $exception_name) THEN s.events::VARCHAR END
-        AS events
+        AS events,
+    CASE WHEN s.operation IN ($agent, $workflow) THEN coalesce(
+        json_extract_string(s.attributes, $name_path) IS NOT NULL OR json_extract_string(s.attributes, $oi_name_path) IS NOT NULL
+        OR json_extract_string(s.attributes, $workflow_name_path) IS NOT NULL
+        OR json_extract_string(s.attributes, $pydantic_name_path) IS NOT NULL
+        OR json_extract_string(s.attributes, $entity_name_path) IS NOT NULL, false) END AS named,
+    s.scope,
+    CASE WHEN s.operation = $llm THEN coalesce(json_extract_string(s.attributes, $oi_finish_path),
+        json_extract(s.attributes, $finish_path)::VARCHAR) END AS finish,
+    CASE WHEN s.parent_span_id IS NULL OR s.operation = $agent
+        THEN TRY_CAST(json_extract_string(s.attributes, $max_steps_path) AS INTEGER) END AS max_steps
 FROM spans s SEMI JOIN derive_traces t ON s.project = t.project AND s.trace_id = t.trace_id
 WHERE s.start_time BETWEEN $lo AND $hi AND s.trace_id IN (SELECT trace_id FROM derive_traces)
 """
@@ -484,6 +542,15 @@ _SPAN_PARAMS = {
     "lf_version_path": f'$."{c.LANGFUSE_VERSION}"',
     "lf_release_path": f'$."{c.LANGFUSE_RELEASE}"',
     "exception_name": f'"{c.EXCEPTION_EVENT}"',
+    "llm": _LLM,
+    "name_path": f'$."{c.GEN_AI_AGENT_NAME}"',
+    "oi_name_path": f'$."{c.OI_AGENT_NAME}"',
+    "workflow_name_path": f'$."{c.GEN_AI_WORKFLOW_NAME}"',
+    "pydantic_name_path": f'$."{c.PYDANTIC_AI_AGENT_NAME}"',
+    "entity_name_path": f'$."{c.TRACELOOP_ENTITY_NAME}"',
+    "oi_finish_path": f'$."{c.OI_LLM_FINISH_REASON}"',
+    "finish_path": f'$."{c.GEN_AI_RESPONSE_FINISH_REASONS}"',
+    "max_steps_path": f'$."{c.SMOLAGENTS_MAX_STEPS}"',
 }
 
 _DERIVED_SCHEMA = pa.schema([
@@ -565,7 +632,7 @@ def _read(conn: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[_Span]]
             status_message=r[9], error_type=r[10], error_template=r[11], agent_name=r[12], agent_version=r[13],
             model=r[14], response_model=r[15], input_tokens=r[16], output_tokens=r[17], cost_usd=r[18],
             tool_name=r[19], op_name=r[20], oi_kind=r[21], service_version=r[22], langfuse_version=r[23],
-            exception=_exception(r[24]),
+            exception=_exception(r[24]), named=bool(r[25]), scope=r[26], finish=r[27], max_steps=r[28],
         ))  # fmt: skip
     return out
 

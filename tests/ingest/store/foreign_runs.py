@@ -94,8 +94,8 @@ def llamaindex_agent(turns: int = 2) -> list[S]:
 
 def smolagents_agent(steps: int = 3, max_steps_error: bool = False) -> list[S]:
     """smolagents under OpenInference: an AGENT span named after the agent class (no agent name), one
-    CHAIN `Step N` span per step with its LLM call and tool; the last step records AgentMaxStepsError
-    when the agent ran out of steps (the root stays OK: smolagents answers anyway)."""
+    CHAIN `Step N` span per step with its LLM call and tool, the last step's tool `final_answer`; when
+    the agent ran out of steps instead, the last step records AgentMaxStepsError."""
     tid = new_trace_id()
     root = _oi(tid, "AGENT", "CodeAgent.run", None, T0, timedelta(seconds=steps + 1))
     spans = [root]
@@ -104,8 +104,9 @@ def smolagents_agent(steps: int = 3, max_steps_error: bool = False) -> list[S]:
         step = _oi(tid, "CHAIN", f"Step {i + 1}", root.span_id, at, 800 * MS)
         if max_steps_error and i == steps - 1:
             step.exception = ("smolagents.utils.AgentMaxStepsError", "Reached max steps.")
+        tool = "final_answer" if i == steps - 1 and not max_steps_error else "web_search"
         spans += [step, _oi_llm(tid, "OpenAIServerModel.generate", step.span_id, at + 10 * MS),
-                  _oi(tid, "TOOL", "web_search", step.span_id, at + 200 * MS, 10 * MS, **{c.OI_TOOL_NAME: "web_search"})]  # fmt: skip
+                  _oi(tid, "TOOL", tool, step.span_id, at + 200 * MS, 10 * MS, **{c.OI_TOOL_NAME: tool})]  # fmt: skip
     return spans
 
 

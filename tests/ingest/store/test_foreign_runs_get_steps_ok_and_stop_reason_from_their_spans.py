@@ -128,12 +128,23 @@ async def test_graph_root_with_sub_agents_is_one_run_named_after_it(open_store) 
     run = await _load(open_store(), f.langgraph_supervisor())
     assert (run["agent"], run["name"], run["steps"], run["llm_calls"], run["tool_calls"]) == (
         "LangGraph", "LangGraph", 4, 4, 1)  # fmt: skip
+    assert [(a["kind"], a["agent"]) for a in run["agents"]] == [
+        ("workflow", "LangGraph"), ("agent", "supervisor"), ("agent", "researcher")]
     agents = {a["agent"]: a for a in run["agents"]}
-    assert set(agents) == {"supervisor", "researcher"}
     assert (agents["supervisor"]["llm_calls"], agents["supervisor"]["steps"], agents["supervisor"]["tool_calls"]) == (2, 2, 0)
     assert (agents["researcher"]["llm_calls"], agents["researcher"]["tool_calls"]) == (2, 1)
     assert agents["researcher"]["parent_span_id"] == agents["supervisor"]["span_id"]
     assert agents["researcher"]["input_tokens"] == 100
+    assert agents["LangGraph"]["llm_calls"] == 0  # the graph made no call of its own
+
+
+async def test_loop_cut_off_by_a_limit_without_an_error_is_max_steps(open_store) -> None:
+    """Strands' turn limit: the run stops after a tool ran, before any model saw its result."""
+    spans = f.genai_agent(turns=3, tool_error=False)
+    root = spans[0]
+    spans = [s for s in spans if not (s.name.startswith("chat") and s.start > root.start + timedelta(seconds=2))]
+    run = await _load(open_store(), spans)
+    assert (run["ok"], run["stop_reason"], run["steps"], run["failure_signature"]) == (False, "max_steps", 2, "max_steps")
 
 
 async def test_a_trace_that_only_builds_an_agent_is_not_a_run(open_store) -> None:
