@@ -417,3 +417,5 @@ LANGFUSE_LEVEL_ERROR = "ERROR"
 # Read by ingest's run derivation (ingest/store/run_derive.py): how a foreign run's loop ended.
 OI_LLM_FINISH_REASON = "llm.finish_reason"  # OpenInference: the model call's finish reason
 SMOLAGENTS_MAX_STEPS = "smolagents.max_steps"  # smolagents run span: its step limit
+OPENLIT_SMOLAGENTS_MAX_STEPS = "gen_ai.smolagents.max_steps"  # openlit over smolagents: the run's step limit
+OPENLIT_SMOLAGENTS_STEP_NUMBER = "gen_ai.smolagents.step_number"  # openlit types smolagents steps as invoke_agent

@@ -355,6 +355,13 @@ def _root(trace: _Trace) -> tuple[_Span | None, str | None]:
     roots = [s for s in trace.spans if s.parent is None]
     if roots:
         return min(roots, key=key), ROOT_PARENTLESS
+    # No root stored: normally a run still in flight (no outcome yet). But an instrumentation that
+    # never exports its run span when the run raises (smolagents under OpenInference) leaves a failed
+    # orphan on top for good; that one stands for the run until a real root arrives.
+    orphans = [s for s in trace.spans if s.parent not in trace.by_id]
+    top = min(orphans, key=key, default=None)
+    if top is not None and top.has_error_evidence:
+        return top, ROOT_PARENTLESS
     return None, None
 
 
@@ -511,8 +518,7 @@ SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.name, s.operation, 
     CASE WHEN s.operation IN ($agent, $workflow) OR s.parent_span_id IS NULL
         THEN json_extract_string(s.attributes, $op_path) END AS op_name,
     CASE WHEN s.parent_span_id IS NULL THEN json_extract_string(s.attributes, $oi_kind_path) END AS oi_kind,
-    CASE WHEN s.operation IN ($agent, $workflow) OR s.parent_span_id IS NULL
-        THEN json_extract_string(s.resource, $service_version_path) END AS service_version,
+    json_extract_string(s.resource, $service_version_path) AS service_version,
     CASE WHEN s.operation IN ($agent, $workflow) OR s.parent_span_id IS NULL THEN coalesce(
         json_extract_string(s.attributes, $lf_version_path), json_extract_string(s.resource, $lf_version_path),
         json_extract_string(s.attributes, $lf_release_path), json_extract_string(s.resource, $lf_release_path))
@@ -527,8 +533,10 @@ SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.name, s.operation, 
     s.scope,
     CASE WHEN s.operation = $llm THEN coalesce(json_extract_string(s.attributes, $oi_finish_path),
         json_extract(s.attributes, $finish_path)::VARCHAR) END AS finish,
-    CASE WHEN s.parent_span_id IS NULL OR s.operation = $agent
-        THEN TRY_CAST(json_extract_string(s.attributes, $max_steps_path) AS INTEGER) END AS max_steps
+    CASE WHEN s.parent_span_id IS NULL OR s.operation = $agent THEN TRY_CAST(coalesce(
+        json_extract_string(s.attributes, $max_steps_path), json_extract_string(s.attributes, $openlit_max_steps_path))
+        AS INTEGER) END AS max_steps,
+    s.operation = $agent AND json_extract_string(s.attributes, $openlit_step_path) IS NOT NULL AS is_step
 FROM spans s SEMI JOIN derive_traces t ON s.project = t.project AND s.trace_id = t.trace_id
 WHERE s.start_time BETWEEN $lo AND $hi AND s.trace_id IN (SELECT trace_id FROM derive_traces)
 """
@@ -551,6 +559,8 @@ _SPAN_PARAMS = {
     "oi_finish_path": f'$."{c.OI_LLM_FINISH_REASON}"',
     "finish_path": f'$."{c.GEN_AI_RESPONSE_FINISH_REASONS}"',
     "max_steps_path": f'$."{c.SMOLAGENTS_MAX_STEPS}"',
+    "openlit_max_steps_path": f'$."{c.OPENLIT_SMOLAGENTS_MAX_STEPS}"',
+    "openlit_step_path": f'$."{c.OPENLIT_SMOLAGENTS_STEP_NUMBER}"',
 }
 
 _DERIVED_SCHEMA = pa.schema([
@@ -628,7 +638,7 @@ def _read(conn: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[_Span]]
     out: dict[tuple[str, str], list[_Span]] = {}
     for r in rows:
         out.setdefault((r[0], r[1]), []).append(_Span(
-            span_id=r[2], parent=r[3], name=r[4], operation=r[5], start=r[6], end=r[7], status=r[8],
+            span_id=r[2], parent=r[3], name=r[4], operation=_STEP if r[29] else r[5], start=r[6], end=r[7], status=r[8],
             status_message=r[9], error_type=r[10], error_template=r[11], agent_name=r[12], agent_version=r[13],
             model=r[14], response_model=r[15], input_tokens=r[16], output_tokens=r[17], cost_usd=r[18],
             tool_name=r[19], op_name=r[20], oi_kind=r[21], service_version=r[22], langfuse_version=r[23],

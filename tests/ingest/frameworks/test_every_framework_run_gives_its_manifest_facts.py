@@ -21,6 +21,22 @@ FACTS = ("agent", "version", "ok", "stop_reason", "steps", "llm_calls", "tool_ca
          "input_tokens", "output_tokens", "models", "cost_usd", "sub_agents", "error_type")  # fmt: skip
 WINDOW = {"since": "2000-01-01T00:00:00Z", "limit": 1000}
 
+# Captures whose manifest states a fact the spans do not carry; strict, so a fix shows up as XPASS.
+KNOWN_GAPS = {
+    "smolagents_openinference": "llm_error models: the failed LLM span names no model "
+    "(llm.invocation_parameters is '{}', no llm.model_name), so gpt-4.1-mini is in no span",
+    "openlit": "tool_error: openlit's failed `execute_tool get_time` span has no attributes at all (no "
+    "gen_ai.operation.name, no gen_ai.tool.name); only a span-name rule in classification would make it a tool",
+}
+
+
+def _params() -> list:
+    return [
+        pytest.param(m, id=m.parent.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[m.parent.name]))
+        if m.parent.name in KNOWN_GAPS else pytest.param(m, id=m.parent.name)
+        for m in MANIFESTS
+    ]  # fmt: skip
+
 
 def test_fixtures_are_there() -> None:
     assert len(MANIFESTS) >= 10, f"framework manifests under {FIXTURES}: {MANIFESTS}"
@@ -54,7 +70,7 @@ def _facts(run: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
     return got
 
 
-@pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.parent.name for m in MANIFESTS])
+@pytest.mark.parametrize("manifest", _params())
 def test_manifest_runs(server, manifest: Path) -> None:
     spec = json.loads(manifest.read_text())
     for body in spec["bodies"]:
