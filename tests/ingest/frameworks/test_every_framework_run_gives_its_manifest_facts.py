@@ -1,7 +1,8 @@
 """Every captured framework run (tests/fixtures/frameworks/<scenario>/), replayed byte for byte into a
 real server, gives the facts its manifest records: agent, version, steps, ok, stop reason, LLM and
 tool calls, tool errors, tokens, models, cost, sub-agents and the failure's evidence, on /api/runs and
-/api/traces alike.
+/api/traces alike; and the bodies' other traces (openlit's and OpenLLMetry's `create_agent` traces) are no
+runs.
 
 The bodies are posted as the client sent them (path, content type, encoding). Log bodies carry
 message content only, not run facts, and go to the logs endpoint when the server has one.
@@ -92,3 +93,5 @@ def test_manifest_runs(server, manifest: Path) -> None:
         elif expected["trace_id"] not in listed or _facts(listed[expected["trace_id"]], want) != want:
             wrong[expected["scenario"]] = "not the same on /api/runs"
     assert wrong == {}, f"(got, manifest) per scenario: {wrong}"
+    # the other traces of the bodies (building an agent: `create_agent`) are no runs
+    assert sorted(listed) == sorted(r["trace_id"] for r in spec["runs"])
