@@ -28,14 +28,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ingest.config import Settings
 from ingest.errors import ConfigError, Forbidden, IngestError, Unauthenticated
 
-ALL_SCOPES: frozenset[str] = frozenset({"ingest", "read", "admin"})
+ALL_SCOPES: frozenset[str] = frozenset({"ingest", "read", "admin", "operator"})
+# What each scope grants besides itself. `admin` acts within its key's project only (decide approvals,
+# evaluate that project's alert rules); `operator` is the one explicit cross-project scope (every
+# project's data, server-wide /metrics). A key never gains another project through any other scope.
+IMPLIED_SCOPES: dict[str, frozenset[str]] = {
+    "admin": frozenset({"ingest", "read"}),
+    "operator": frozenset({"ingest", "read", "admin"}),
+}
 OPEN_PATHS: frozenset[str] = frozenset({"/healthz"})
 
 
 @dataclass(frozen=True)
 class Principal:
     """The authenticated caller. `projects` is None when the caller may see every project
-    (an admin key, or a server without keys, where the local user owns all the data)."""
+    (an operator key, or a server without keys, where the local user owns all the data)."""
 
     project: str
     scopes: frozenset[str]
@@ -85,7 +92,7 @@ class KeyRing:
             if not api_key.project:
                 raise ConfigError(f"{label}: project must not be empty")
             principal = Principal(
-                api_key.project, frozenset(api_key.scopes), label, all_projects="admin" in api_key.scopes
+                api_key.project, frozenset(api_key.scopes), label, all_projects="operator" in api_key.scopes
             )
             entries.append(_Entry(_digest(secret.strip()), principal))
         return cls(entries, settings.default_project)
@@ -113,9 +120,14 @@ class KeyRing:
         return found
 
 
+def has_scope(principal: Principal, scope: str) -> bool:
+    """Whether the key holds `scope` itself or a scope implying it (IMPLIED_SCOPES)."""
+    return scope in principal.scopes or any(scope in IMPLIED_SCOPES.get(held, ()) for held in principal.scopes)
+
+
 def authorize(principal: Principal, scope: str) -> Principal:
-    """`admin` implies every other scope."""
-    if scope not in principal.scopes and "admin" not in principal.scopes:
+    """The principal when it holds `scope` (directly or implied), else Forbidden."""
+    if not has_scope(principal, scope):
         raise Forbidden(f"this API key lacks the {scope!r} scope")
     return principal
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import charts
+from dashboards.text import code, inert
 from dashboards.trace_view import SOURCE_LABELS, StepView, agent_rows, build_trace_view
 from dashboards.ui import COMPARE_PAGE, client, fmt_ms, fmt_usd, guard, param, set_param
 
@@ -34,29 +35,29 @@ def _pager(label: str, total: int, per_page: int, url_key: str) -> int:
 
 def _step_label(step: StepView) -> str:
     flags = ("❌ " if step.has_error else "") + ("✂️ " if step.truncated else "")
-    what = " · ".join(x for x in (step.kind, step.action) if x)
+    what = " · ".join(inert(x) for x in (step.kind, step.action) if x)
     return f"{flags}Step {step.index}" + (f" · {what}" if what else "") + f" · {fmt_ms(step.duration_ms)}"
 
 
 def _render_step(step: StepView) -> None:
     for err in step.errors:
-        st.error(err, icon=":material/error:")
+        st.error(inert(err), icon=":material/error:")
     if step.thought:
         st.markdown("**Thought**")
         st.text(step.thought)
-    st.markdown(f"**Action:** `{step.action or '—'}`" + (f" · parse: `{step.parse}`" if step.parse else ""))
+    st.markdown(f"**Action:** {code(step.action or '—')}" + (f" · parse: {code(step.parse)}" if step.parse else ""))
     for call in step.tool_calls:
-        decision = f"decision **{call.decision}**" if call.decision else "decision not recorded"
-        risk = f" · risk {call.risk}" if call.risk else ""
-        st.markdown(f"**Tool** `{call.tool}` · {decision}{risk} · {fmt_ms(call.duration_ms)}"
+        decision = f"decision **{inert(call.decision)}**" if call.decision else "decision not recorded"
+        risk = f" · risk {inert(call.risk)}" if call.risk else ""
+        st.markdown(f"**Tool** {code(call.tool)} · {decision}{risk} · {fmt_ms(call.duration_ms)}"
                     + (f" · {fmt_usd(call.cost_usd)}" if call.cost_usd else ""))
         if call.arguments:
             st.code(call.arguments, language="json")
         if call.error:
-            st.error(f"tool error: {call.error}")
+            st.error(f"tool error: {inert(call.error)}")
     if step.truncated:
         dropped = f"{step.dropped_tokens} tokens dropped" if step.dropped_tokens is not None else "cut"
-        marks = "; marks: " + ", ".join(f"`{m.strip()}`" for m in step.marks) if step.marks else ""
+        marks = "; marks: " + ", ".join(code(m.strip()) for m in step.marks) if step.marks else ""
         st.warning(f"Observation truncated ({dropped}){marks}", icon=":material/content_cut:")
     if step.observation:
         st.markdown("**Observation** (as the model saw it)")
@@ -83,7 +84,7 @@ def _render_step(step: StepView) -> None:
             "budget: "
             + ", ".join(f"{k} {b.used[k]:g}" + (f"/{b.limit[k]:g}" if k in b.limit else "") for k in b.used)
             + (f" · headroom {b.headroom:.0%}" if b.headroom is not None else "")
-            + (f" · exhausted: {b.exhausted}" if b.exhausted else "")
+            + (f" · exhausted: {inert(b.exhausted)}" if b.exhausted else "")
         )
 
 
@@ -99,26 +100,26 @@ with guard():
     trace = client().trace(trace_id)
     view = build_trace_view(trace)
     run = view.run
-    st.subheader(run.name or run.agent or "run")
+    st.subheader(inert(run.name or run.agent or "run"))
     source = SOURCE_LABELS.get(run.stop_reason_source or "", "")
     if run.ok:
-        st.success(f"ok · {run.stop_reason or 'finish'}{source}", icon=":material/check_circle:")
+        st.success(f"ok · {inert(run.stop_reason or 'finish')}{source}", icon=":material/check_circle:")
     elif run.ok is False:
-        st.error(f"failed · stop reason: {run.stop_reason or 'unknown'}{source}", icon=":material/cancel:")
+        st.error(f"failed · stop reason: {inert(run.stop_reason or 'unknown')}{source}", icon=":material/cancel:")
         if run.failure_evidence:
             st.caption("evidence")
             st.text(run.failure_evidence)
     m = [*st.columns(4), *st.columns(3)]
-    m[0].metric("Agent", f"{run.agent or '—'} {run.version or ''}")
+    m[0].metric("Agent", f"{inert(run.agent or '—')} {inert(run.version)}")
     m[1].metric("Steps", run.steps if run.steps is not None else len(view.steps))
     m[2].metric("LLM calls", run.llm_calls or 0)
     m[3].metric("Tool calls (errors)", f"{run.tool_calls or 0} ({run.tool_errors or 0})")
     m[4].metric("Tokens in / out", f"{run.input_tokens or 0:,} / {run.output_tokens or 0:,}")
     m[5].metric("Cost", fmt_usd(run.cost_usd))
     m[6].metric("Duration", fmt_ms(run.duration_ms))
-    st.caption(f"project {run.project} · {len(view.spans):,} spans · started {run.start_time}")
+    st.caption(f"project {inert(run.project)} · {len(view.spans):,} spans · started {inert(run.start_time)}")
     if run.agents:
-        st.markdown("**Agents**" + (" (sub-agents: " + ", ".join(f"`{a}`" for a in run.sub_agents) + ")"
+        st.markdown("**Agents**" + (" (sub-agents: " + ", ".join(code(a) for a in run.sub_agents) + ")"
                                     if run.sub_agents else ""))
         st.dataframe(agent_rows(run), hide_index=True)
     st.page_link(COMPARE_PAGE, label="Compare with another run", query_params={"a": trace.trace_id},
@@ -131,8 +132,8 @@ with guard():
             st.text(view.answer)
     if view.errors:
         lines = [
-            f"- {'step ' + str(e.step_index) + ' · ' if e.step_index is not None else ''}`{e.name}`: "
-            f"{e.error_type or ''} {e.message or ''}"
+            f"- {'step ' + str(e.step_index) + ' · ' if e.step_index is not None else ''}{code(e.name)}: "
+            f"{inert(e.error_type)} {inert(e.message)}"
             for e in view.errors[:20]
         ]
         more = f"\n\n… and {len(view.errors) - 20} more (see the Spans tab)" if len(view.errors) > 20 else ""
@@ -175,7 +176,7 @@ with guard():
         selected = getattr(getattr(event, "selection", None), "rows", None) or []
         if selected:
             span = view.spans[selected[0]]
-            st.markdown(f"**{span.name}** attributes")
+            st.markdown(f"**{inert(span.name)}** attributes")
             st.json(span.attributes, expanded=True)
             if span.events:
                 st.markdown("events")

@@ -130,7 +130,7 @@ def test_ingest_command_env_and_ports_are_what_serve_reads(compose: dict, monkey
     ring = KeyRing.from_settings(settings, environ=env)
     scopes = {name: ring.authenticate(SECRETS[name]).scopes for name in key_envs}
     assert scopes == {"STEPLENS_INGEST_KEY": {"ingest"}, "STEPLENS_READ_KEY": {"read"},
-                      "STEPLENS_ADMIN_KEY": {"admin"}}
+                      "STEPLENS_ADMIN_KEY": {"operator"}}
 
     default_port = Settings.model_fields["port"].default
     assert settings.port == default_port and container_ports(service) == {default_port}
