@@ -24,8 +24,6 @@ WINDOW = {"since": "2000-01-01T00:00:00Z", "limit": 1000}
 
 # Captures whose manifest states a fact the spans do not carry; strict, so a fix shows up as XPASS.
 KNOWN_GAPS = {
-    "smolagents_openinference": "llm_error models: the failed LLM span names no model "
-    "(llm.invocation_parameters is '{}', no llm.model_name), so gpt-4.1-mini is in no span",
     "openlit": "tool_error: openlit's failed `execute_tool get_time` span has no attributes at all (no "
     "gen_ai.operation.name, no gen_ai.tool.name); only a span-name rule in classification would make it a tool",
 }
