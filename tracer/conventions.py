@@ -450,3 +450,11 @@ GEN_AI_EVALUATION_EXPLANATION = _g.GEN_AI_EVALUATION_EXPLANATION
 INGEST_TRUNCATED = "steplens.ingest.truncated"  # kvlist: where -> original size in bytes
 INGEST_DROPPED_ATTRIBUTES = "steplens.ingest.dropped_attributes"  # attributes dropped over the count limit
 INGEST_DROPPED_EVENTS = "steplens.ingest.dropped_events"  # events and links dropped over the count limit
+
+# Read by ingest's run derivation (ingest/store/run_derive.py): how a foreign run's loop ended.
+OI_LLM_FINISH_REASON = "llm.finish_reason"  # OpenInference: the model call's finish reason
+SMOLAGENTS_MAX_STEPS = "smolagents.max_steps"  # smolagents run span: its step limit
+OPENLIT_SMOLAGENTS_MAX_STEPS = "gen_ai.smolagents.max_steps"  # openlit over smolagents: the run's step limit
+OPENLIT_SMOLAGENTS_STEP_NUMBER = "gen_ai.smolagents.step_number"  # openlit types smolagents steps as invoke_agent
+OI_METADATA = "metadata"  # OpenInference: the run's metadata, JSON text (LangChain: lc_agent_name, ...)
+LANGCHAIN_AGENT_NAME_KEY = "lc_agent_name"  # key in OpenInference metadata: the LangChain agent a span belongs to
