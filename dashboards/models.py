@@ -18,6 +18,26 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class RunAgent(_Model):
+    """One agent/workflow span of a run with its own counts (GET /api/traces run.agents)."""
+
+    span_id: str
+    parent_span_id: str | None = None
+    kind: str | None = None
+    agent: str | None = None
+    version: str | None = None
+    name: str | None = None
+    steps: int | None = None
+    llm_calls: int | None = None
+    tool_calls: int | None = None
+    tool_errors: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    errors: int | None = None
+    ok: bool | None = None
+
+
 class Run(_Model):
     trace_id: str
     project: str | None = None
@@ -40,6 +60,10 @@ class Run(_Model):
     user_id: str | None = None
     failure_signature: str | None = None
     span_count: int | None = None
+    stop_reason_source: str | None = None
+    failure_evidence: str | None = None
+    agents: list[RunAgent] = Field(default_factory=list)
+    sub_agents: list[str] = Field(default_factory=list)
 
 
 class RunsPage(_Model):

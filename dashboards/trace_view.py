@@ -288,6 +288,26 @@ def _step(span: Span, position: int, children: dict[str, list[Span]]) -> StepVie
     return step
 
 
+# How a run's stop reason was found (runs.stop_reason_source), as the trace page says it.
+SOURCE_LABELS = {"reported": " (reported by the client)", "inferred": " (inferred from the spans)"}
+
+
+def agent_rows(run: Run) -> list[dict[str, Any]]:
+    """The run's agent spans as table rows, nested agents indented under the agent that called them."""
+    depth: dict[str, int] = {}
+    rows = []
+    for a in run.agents:
+        level = depth.get(a.parent_span_id or "", -1) + 1 if a.parent_span_id else 0
+        depth[a.span_id] = level
+        rows.append({
+            "agent": "  " * level + (a.agent or a.name or "?"), "kind": a.kind, "version": a.version,
+            "steps": a.steps, "LLM calls": a.llm_calls, "tool calls": a.tool_calls, "tool errors": a.tool_errors,
+            "tokens in": a.input_tokens, "tokens out": a.output_tokens, "cost $": a.cost_usd, "errors": a.errors,
+            "ok": a.ok,
+        })  # fmt: skip
+    return rows
+
+
 def build_trace_view(trace: Trace) -> TraceView:
     """Read a trace the way the span contract describes a run (see module docstring)."""
     by_id = {s.span_id: s for s in trace.spans}

@@ -10,6 +10,8 @@ project A must not be able to write spans into project B by setting a resource a
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import ipaddress
@@ -104,7 +106,10 @@ class KeyRing:
         if not self._entries:
             return self._anonymous
         if not presented:
-            raise Unauthenticated("missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'")
+            raise Unauthenticated(
+                "missing API key: send 'Authorization: Bearer <key>', 'x-api-key: <key>' or Basic credentials "
+                "with the key as password"
+            )
         digest = _digest(presented.strip())
         found: Principal | None = None
         for entry in self._entries:  # no early exit: time does not depend on which key matched
@@ -128,14 +133,34 @@ def authorize(principal: Principal, scope: str) -> Principal:
 
 
 def presented_key(authorization: str | None, x_api_key: str | None) -> str | None:
-    """The key from `Authorization: Bearer <key>` (scheme case-insensitive) or else `x-api-key`."""
+    """The key from `Authorization: Bearer <key>` (scheme case-insensitive), or the password of
+    `Authorization: Basic <base64 user:key>`, or else `x-api-key`.
+
+    Why Basic: the Langfuse SDK can only send `public_key:secret_key` as HTTP Basic credentials,
+    so its secret key slot carries a steplens ingest key; the user part (the public key) is ignored.
+    """
     if authorization:
         scheme, _, value = authorization.strip().partition(" ")
-        if scheme.lower() == "bearer" and value.strip():
+        scheme = scheme.lower()
+        if scheme == "bearer" and value.strip():
             return value.strip()
+        if scheme == "basic" and value.strip():
+            password = _basic_password(value.strip())
+            if password:
+                return password
     if x_api_key and x_api_key.strip():
         return x_api_key.strip()
     return None
+
+
+def _basic_password(token: str) -> str | None:
+    """The password of Basic credentials; None when they are not valid base64 `user:password`."""
+    try:
+        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    _, sep, password = decoded.partition(":")
+    return (password.strip() or None) if sep else None
 
 
 def is_loopback(host: str) -> bool:

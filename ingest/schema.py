@@ -492,6 +492,31 @@ CREATE TABLE IF NOT EXISTS upkeep_pending (
 )
 """
 
+# Runs of foreign clients (ingest/store/run_derive.py, design.md §3 "Runs of foreign clients"): how the
+# stop reason was found ('reported' by the run span, 'inferred' from the trace), the failure's evidence
+# (exception type and message as sent), the run's agent spans with their own counts (JSON list), and
+# whether the trace is a run at all (false: it only records building an agent; NULL: not derived yet).
+# Stored runs that have a stop reason were reported by their run span (only the kernel's carry one).
+RUNS_DERIVED = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS stop_reason_source VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS failure_evidence VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS agents JSON",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS is_run BOOLEAN",
+    "UPDATE runs SET stop_reason_source = 'reported' WHERE stop_reason IS NOT NULL AND stop_reason_source IS NULL",
+]
+
+# Span facts of more client conventions (ingest/normalize/span.py, design.md §3): the agent's id,
+# reasoning and cache-write tokens of model calls (priced at their own rates), time to the first
+# streamed chunk and whether the call streamed. `cost_source` gains the value 'client' (a cost the
+# foreign client reported) beside 'span' (steplens.cost.usd) and 'price_table'.
+CONVENTION_SPAN_COLUMNS = [
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS agent_id VARCHAR",  # gen_ai.agent.id
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS reasoning_tokens BIGINT",  # subset of output_tokens
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS cache_creation_tokens BIGINT",  # subset of input_tokens
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS time_to_first_chunk_ms DOUBLE",  # LLM calls only
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS stream BOOLEAN",  # gen_ai.request.stream
+]
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -503,5 +528,7 @@ MIGRATIONS: list[list[str]] = [
     ANALYTICS_RUN_FACTS,  # version 7: run filter facts on the analytics tables
     [TOOL_ROLLUP_DDL, TOOL_ROLLUP_BACKFILL, TRACE_INDEX_DDL, TRACE_INDEX_BACKFILL],  # version 8: rollup, trace index
     [UPKEEP_PENDING_DDL],  # version 9: analytics upkeep out of the load transaction
+    RUNS_DERIVED,  # runs of foreign clients: stop reason source, failure evidence, agents, is_run
+    CONVENTION_SPAN_COLUMNS,  # span facts of more client conventions (reasoning, cache write, TTFC)
 ]
 

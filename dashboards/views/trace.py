@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboards import charts
 from dashboards.text import code, inert
-from dashboards.trace_view import StepView, build_trace_view
+from dashboards.trace_view import SOURCE_LABELS, StepView, agent_rows, build_trace_view
 from dashboards.ui import COMPARE_PAGE, client, fmt_ms, fmt_usd, guard, param, set_param
 
 STEPS_PER_PAGE = 20
@@ -101,10 +101,14 @@ with guard():
     view = build_trace_view(trace)
     run = view.run
     st.subheader(inert(run.name or run.agent or "run"))
+    source = SOURCE_LABELS.get(run.stop_reason_source or "", "")
     if run.ok:
-        st.success(f"ok · {inert(run.stop_reason or 'finish')}", icon=":material/check_circle:")
+        st.success(f"ok · {inert(run.stop_reason or 'finish')}{source}", icon=":material/check_circle:")
     elif run.ok is False:
-        st.error(f"failed · stop reason: {inert(run.stop_reason or 'unknown')}", icon=":material/cancel:")
+        st.error(f"failed · stop reason: {inert(run.stop_reason or 'unknown')}{source}", icon=":material/cancel:")
+        if run.failure_evidence:
+            st.caption("evidence")
+            st.text(run.failure_evidence)
     m = [*st.columns(4), *st.columns(3)]
     m[0].metric("Agent", f"{inert(run.agent or '—')} {inert(run.version)}")
     m[1].metric("Steps", run.steps if run.steps is not None else len(view.steps))
@@ -114,6 +118,10 @@ with guard():
     m[5].metric("Cost", fmt_usd(run.cost_usd))
     m[6].metric("Duration", fmt_ms(run.duration_ms))
     st.caption(f"project {inert(run.project)} · {len(view.spans):,} spans · started {inert(run.start_time)}")
+    if run.agents:
+        st.markdown("**Agents**" + (" (sub-agents: " + ", ".join(code(a) for a in run.sub_agents) + ")"
+                                    if run.sub_agents else ""))
+        st.dataframe(agent_rows(run), hide_index=True)
     st.page_link(COMPARE_PAGE, label="Compare with another run", query_params={"a": trace.trace_id},
                  icon=":material/compare_arrows:")
     if view.task:

@@ -10,13 +10,33 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, computed_field, field_validator
 
 
 def _utc(value: Any) -> Any:
     if isinstance(value, datetime) and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
+
+
+class RunAgent(BaseModel):
+    """One agent (or workflow) span of a run, with the calls made in its own scope (not its sub-agents')."""
+
+    span_id: str
+    parent_span_id: str | None = Field(None, description="The enclosing agent/workflow span, if any.")
+    kind: str
+    agent: str | None = None
+    version: str | None = None
+    name: str
+    steps: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    errors: int = 0
+    ok: bool = True
 
 
 class Run(BaseModel):
@@ -53,11 +73,35 @@ class Run(BaseModel):
     error_spans: int | None = None
     failure_signature: str | None = None
     root_span_id: str | None = None
+    stop_reason_source: Literal["reported", "inferred"] | None = Field(None, description=(
+        "How ok/stop_reason/steps were found: 'reported' by the run span (steplens.run.*), 'inferred' from "
+        "the trace's spans (design.md §3 'Runs of foreign clients'); null until the trace's root is stored."))
+    failure_evidence: str | None = Field(None, description="A failed run's evidence: exception type: message.")
+    agents: list[RunAgent] = Field(default_factory=list, description=(
+        "The run's agent and workflow spans in start order, each with its own counts (sub-agents, handoffs); "
+        "empty for runs whose run span reported their outcome."))
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def sub_agents(self) -> list[str]:
+        """Names of the other agents that ran under the run's top span (handoffs, agents as tools,
+        sub-graphs, crews), in start order, once each."""
+        names = [
+            a.agent for a in self.agents
+            if a.span_id != self.root_span_id and a.agent and a.kind == "agent" and a.agent != self.agent
+        ]  # fmt: skip
+        return list(dict.fromkeys(names))
 
     @field_validator("start_time", "end_time", mode="before")
     @classmethod
     def _utc_times(cls, v: Any) -> Any:
         return _utc(v)
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _agents(cls, v: Any) -> Any:
+        parsed = _parse_json(v, [])
+        return [a for a in parsed if isinstance(a, dict) and "span_id" in a]
 
     @field_validator("models", mode="before")
     @classmethod

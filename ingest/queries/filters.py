@@ -53,10 +53,16 @@ def project_clause(where: Where, projects: frozenset[str] | None, column: str = 
     where.add(f"{column} IN ({', '.join('?' for _ in ordered)})", *ordered)
 
 
-def runs_common_where(f: CommonFilters) -> Where:
-    """WHERE clause over the runs table for the filters shared by all endpoints."""
+def runs_common_where(f: CommonFilters, only_runs: bool = True) -> Where:
+    """WHERE clause over the runs table for the filters shared by all endpoints.
+
+    `only_runs` leaves out the rows of traces that are not runs (they only record building an agent,
+    design.md §3); callers scoping other tables by run, where such traces have no rows, pass False.
+    """
     where = Where()
     project_clause(where, f.projects)
+    if only_runs:
+        where.add("is_run IS NOT FALSE")
     if f.since is not None:
         where.add("start_time >= ?", f.since)
     if f.until is not None:

@@ -29,7 +29,7 @@ def scoped_from(table: str, alias: str, filters: CommonFilters) -> tuple[str, li
     `table` and `alias` are module constants of the callers, never user input; `table` must have a
     `start_time` column. Without any filter the join is skipped: every row is in scope.
     """
-    where: Where = runs_common_where(filters)
+    where: Where = runs_common_where(filters, only_runs=False)
     if not where.clauses:
         return f"FROM {table} {alias} WHERE TRUE", []
     bound: list[object] = []

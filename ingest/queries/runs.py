@@ -57,6 +57,9 @@ RUN_COLUMNS = (
     "error_spans",
     "failure_signature",
     "root_span_id",
+    "stop_reason_source",
+    "failure_evidence",
+    "agents",
 )
 RUN_SELECT = ", ".join(RUN_COLUMNS)
 

@@ -35,14 +35,19 @@ import pyarrow as pa
 
 from ingest.schema import trace_key_sql
 from ingest.store import upkeep
+from ingest.store.run_sql import (
+    FAILURE_SIGNATURE_SQL,
+    ROOT_AGENT,
+    ROOT_PARENTLESS,
+    SOURCE_REPORTED,
+    WORKFLOW_CLASS,
+)
 from ingest.store.spool import Position
 from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, USAGE_COST_USD, OperationClass
 
 log = logging.getLogger(__name__)
 
 DEDUP_MARGIN = timedelta(seconds=5)
-ROOT_AGENT = "agent"
-ROOT_PARENTLESS = "root"
 
 # Fast path check: how many of the batch's spans are duplicates, within the batch or of stored spans.
 _DUPLICATES = """
@@ -101,8 +106,8 @@ WITH agg AS (
 ),
 roots AS (
     SELECT project, trace_id,
-        CASE WHEN operation = $agent THEN 2 ELSE 1 END AS r_rank,
-        CASE WHEN operation = $agent THEN $root_agent ELSE $root_parentless END AS r_kind,
+        CASE WHEN operation IN ($agent, $workflow) THEN 2 ELSE 1 END AS r_rank,
+        CASE WHEN operation IN ($agent, $workflow) THEN $root_agent ELSE $root_parentless END AS r_kind,
         span_id AS r_span_id, name AS r_name, agent_name AS r_agent, agent_version AS r_version,
         service AS r_service, environment AS r_environment, user_id AS r_user,
         conversation_id AS r_conversation, run_mode AS r_mode, start_time AS r_start,
@@ -112,7 +117,7 @@ roots AS (
         json_extract_string(attributes, $eval_case_path) AS r_eval_case,
         json_extract_string(attributes, $declared_cost_path) IS NOT NULL AS r_declares_cost
     FROM new_spans
-    WHERE operation = $agent OR parent_span_id IS NULL
+    WHERE operation IN ($agent, $workflow) OR parent_span_id IS NULL
     QUALIFY row_number() OVER (
         PARTITION BY project, trace_id
         ORDER BY r_rank DESC, start_time, parent_span_id IS NULL DESC, duration_ms DESC, span_id
@@ -123,7 +128,7 @@ errs AS (
     -- roots and agent spans (0), which mostly re-raise what failed inside them; our own run span
     -- only repeats the stop reason, so it is skipped
     SELECT project, trace_id,
-        CASE WHEN operation = $agent OR parent_span_id IS NULL THEN 0 WHEN operation = $step THEN 1 ELSE 2 END
+        CASE WHEN operation IN ($agent, $workflow) OR parent_span_id IS NULL THEN 0 WHEN operation = $step THEN 1 ELSE 2 END
             AS e_rank,
         end_time AS e_at, span_id AS e_span_id, operation AS e_kind, tool_name AS e_tool,
         error_type AS e_type, error_template AS e_template
@@ -138,18 +143,6 @@ _OLD_RUNS = """
 CREATE OR REPLACE TEMP TABLE old_runs AS
 SELECT o.* FROM runs o SEMI JOIN batch_runs b ON o.project = b.project AND o.trace_id = b.trace_id
 """
-
-# A failed run's signature: where and how its last error happened, e.g.
-# `tool[lookup] timeout: tool timed out after <num> s`; the stop reason alone when no span failed.
-FAILURE_SIGNATURE_SQL = """CASE WHEN ok = false THEN
-    CASE WHEN last_error_kind IS NULL THEN coalesce(stop_reason, 'unknown')
-    ELSE concat(
-        last_error_kind,
-        CASE WHEN last_error_tool IS NOT NULL THEN concat('[', last_error_tool, ']') ELSE '' END,
-        CASE WHEN last_error_type IS NOT NULL THEN concat(' ', last_error_type) ELSE '' END,
-        CASE WHEN last_error_template IS NOT NULL THEN concat(': ', last_error_template) ELSE '' END)
-    END
-END"""
 
 _MERGED_RUNS = f"""
 CREATE OR REPLACE TEMP TABLE merged_runs AS
@@ -199,6 +192,11 @@ m AS (
         CASE WHEN wins THEN coalesce(b.r_run_ok, b.r_status <> 'ERROR') ELSE o.ok END AS ok,
         CASE WHEN wins THEN b.r_stop_reason ELSE o.stop_reason END AS stop_reason,
         CASE WHEN wins THEN b.r_steps ELSE o.steps END AS steps,
+        CASE WHEN wins THEN CASE WHEN b.r_stop_reason IS NOT NULL THEN $reported END ELSE o.stop_reason_source END
+            AS stop_reason_source,
+        o.failure_evidence AS failure_evidence,
+        o.agents AS agents,
+        o.is_run AS is_run,
         coalesce(o.llm_calls, 0) + b.llm_calls AS llm_calls,
         coalesce(o.tool_calls, 0) + b.tool_calls AS tool_calls,
         coalesce(o.tool_errors, 0) + b.tool_errors AS tool_errors,
@@ -252,6 +250,7 @@ _RUN_PARAMS = {
     "llm": OperationClass.LLM.value,
     "tool": OperationClass.TOOL.value,
     "agent": OperationClass.AGENT.value,
+    "workflow": WORKFLOW_CLASS,
     "root_agent": ROOT_AGENT,
     "root_parentless": ROOT_PARENTLESS,
     "eval_run_path": f'$."{EVAL_RUN_ID}"',
@@ -321,7 +320,8 @@ def load_batch(
                     conn.execute(_BATCH_RUNS, _RUN_PARAMS)
                     conn.execute(_OLD_RUNS)
                     conn.execute(
-                        _MERGED_RUNS, {"root_agent": ROOT_AGENT, "root_parentless": ROOT_PARENTLESS, "now": now}
+                        _MERGED_RUNS,
+                        {"root_agent": ROOT_AGENT, "root_parentless": ROOT_PARENTLESS, "reported": SOURCE_REPORTED, "now": now},
                     )
                     for statement in _REPLACE_RUNS:
                         conn.execute(statement)

@@ -32,8 +32,9 @@ from typing import Any
 
 import duckdb
 
-from ingest.store import analytics_load, plan_load
+from ingest.store import analytics_load, plan_load, run_derive
 from ingest.store.analytics_load import ANALYTICS_OPERATIONS, TRACE_SPAN_COLUMNS
+from ingest.store.run_sql import SOURCE_REPORTED
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +67,18 @@ GROUP BY project, trace_id ORDER BY queued_at LIMIT $limit
 _TOUCHED = """
 CREATE OR REPLACE TEMP TABLE touched AS
 SELECT r.project, r.trace_id, r.span_start, r.span_end, r.start_time AS run_start, r.agent, r.version,
-    r.environment, f.trace_id IS NOT NULL AS fresh
+    r.environment, f.trace_id IS NOT NULL AS fresh, coalesce(r.stop_reason_source = $reported, false) AS reported
 FROM runs r SEMI JOIN picked p ON r.project = p.project AND r.trace_id = p.trace_id
 LEFT JOIN (SELECT DISTINCT project, trace_id FROM upkeep_fresh) f ON f.project = r.project AND f.trace_id = r.trace_id
 WHERE r.updated_at >= (SELECT min(queued_at) FROM picked)
 """
 
-# Stale traces, and the pass's size: (touched, stale, stale window start, stale window end).
+# Stale traces, and the pass's size: (touched, stale, stale window start, stale window end, traces
+# whose run outcome is derived from their spans: ingest/store/run_derive.py).
 _STALE = """
 CREATE OR REPLACE TEMP TABLE stale AS SELECT * FROM touched WHERE NOT fresh;
-SELECT (SELECT count(*) FROM touched), count(*), min(span_start), max(span_end) FROM stale
+SELECT (SELECT count(*) FROM touched), count(*), min(span_start), max(span_end),
+    (SELECT count(*) FROM touched WHERE NOT reported) FROM stale
 """
 
 # Picked traces without a runs row (retention removed the run meanwhile) are dropped with the rest.
@@ -125,13 +128,15 @@ def run_pass(conn: duckdb.DuckDBPyConnection, max_traces: int) -> UpkeepResult:
     try:
         _ensure_staging(conn)
         conn.execute(_PICK, {"limit": max(1, max_traces)})
-        conn.execute(_TOUCHED)
-        traces, stale, lo, hi = conn.execute(_STALE).fetchall()[0]
+        conn.execute(_TOUCHED, {"reported": SOURCE_REPORTED})
+        traces, stale, lo, hi, derive = conn.execute(_STALE).fetchall()[0]
         if traces:
             stale_window: dict[str, Any] | None = {"lo": lo, "hi": hi} if stale else None
             analytics_load.execute(conn, analytics_load.TRACE_SPANS)
             if stale_window is not None:
                 analytics_load.execute(conn, analytics_load.STORED_TRACE_SPANS, stale_window)
+            if derive:
+                run_derive.maintain(conn)
             tools, llm, plans = analytics_load.execute(conn, analytics_load.TRACE_SPAN_COUNTS).fetchall()[0]
             analytics_load.maintain(conn, stale_window, tool_spans=tools, llm_spans=llm)
             plan_load.maintain(conn, stale_window, plan_spans=plans)

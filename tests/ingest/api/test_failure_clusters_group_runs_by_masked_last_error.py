@@ -3,7 +3,8 @@
 Messages that differ only in numbers and paths share a cluster; a run whose error span arrives in
 a later request than its root still gets its signature; a run that failed without any error span
 clusters by its stop reason alone; a foreign (OpenInference-style) client's exception is clustered
-too; successful runs are not counted.
+too, under the stop reason inferred from it (its failing tool ended the run); successful runs are not
+counted.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def test_clusters_counts_and_signatures(server, loaded):
         ("tool_error_exhausted", LOOKUP_SIGNATURE),
         ("llm_unavailable", LLM_SIGNATURE),
         ("max_steps", "max_steps"),
-        (None, "tool[db_query] OperationalError: " + message_template('connection to "db-7" refused')),
+        ("tool_error_exhausted", "tool[db_query] OperationalError: " + message_template('connection to "db-7" refused')),
     }
     counts = [c["count"] for c in body["clusters"]]
     assert counts == sorted(counts, reverse=True) and sum(counts) == 7
@@ -113,8 +114,8 @@ def test_clusters_counts_and_signatures(server, loaded):
     no_error = clusters[("max_steps", "max_steps")]
     assert no_error["count"] == 1 and no_error["span_kind"] is None and no_error["error_type"] is None
 
-    foreign_cluster = next(c for c in body["clusters"] if c["stop_reason"] is None)
-    assert foreign_cluster["examples"] == [foreign] and foreign_cluster["tool"] == "db_query"
+    foreign_cluster = next(c for c in body["clusters"] if c["examples"] == [foreign])
+    assert foreign_cluster["stop_reason"] == "tool_error_exhausted" and foreign_cluster["tool"] == "db_query"
 
 
 def test_failure_signature_is_on_the_run_and_filters_apply(server, loaded):

@@ -73,7 +73,7 @@ def test_key_env_unset_is_a_config_error_naming_the_variable_not_a_secret() -> N
     [
         ("Bearer k1", None, "k1"),
         ("bearer   k1 ", None, "k1"),
-        ("Basic dXNlcjpwYXNz", "k2", "k2"),
+        ("Basic dXNlcjpwYXNz", "k2", "pass"),  # Basic user:pass presents its password (Langfuse SDK)
         (None, " k2 ", "k2"),
         ("Bearer", None, None),
         (None, None, None),

@@ -53,8 +53,17 @@ class S:
     duration: timedelta = timedelta(milliseconds=100)
     attrs: dict[str, Any] = field(default_factory=dict)
     error: bool = False
+    message: str = ""  # the status message
+    exception: tuple[str, str] | None = None  # a recorded `exception` event: (type, message)
 
     def proto(self) -> Span:
+        events = []
+        if self.exception is not None:
+            events.append(Span.Event(
+                name=c.EXCEPTION_EVENT, time_unix_nano=ns(self.start + self.duration),
+                attributes=[KeyValue(key=c.EXCEPTION_TYPE, value=_value(self.exception[0])),
+                            KeyValue(key=c.EXCEPTION_MESSAGE, value=_value(self.exception[1]))],
+            ))  # fmt: skip
         return Span(
             trace_id=bytes.fromhex(self.trace_id),
             span_id=bytes.fromhex(self.span_id),
@@ -64,15 +73,21 @@ class S:
             start_time_unix_nano=ns(self.start),
             end_time_unix_nano=ns(self.start + self.duration),
             attributes=[KeyValue(key=k, value=_value(v)) for k, v in self.attrs.items()],
-            status=Status(code=Status.STATUS_CODE_ERROR if self.error else Status.STATUS_CODE_UNSET),
+            status=Status(
+                code=Status.STATUS_CODE_ERROR if self.error else Status.STATUS_CODE_UNSET, message=self.message
+            ),
+            events=events,
         )
 
 
-def request(spans: list[S], service: str = "test-svc") -> ExportTraceServiceRequest:
+def request(
+    spans: list[S], service: str = "test-svc", resource: dict[str, Any] | None = None
+) -> ExportTraceServiceRequest:
+    attrs = {c.SERVICE_NAME: service, **(resource or {})}
     return ExportTraceServiceRequest(
         resource_spans=[
             ResourceSpans(
-                resource=Resource(attributes=[KeyValue(key=c.SERVICE_NAME, value=AnyValue(string_value=service))]),
+                resource=Resource(attributes=[KeyValue(key=k, value=_value(v)) for k, v in attrs.items()]),
                 scope_spans=[ScopeSpans(scope=InstrumentationScope(name="tests"), spans=[s.proto() for s in spans])],
             )
         ]
