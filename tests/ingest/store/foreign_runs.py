@@ -44,6 +44,7 @@ def genai_agent(
     root_exception: tuple[str, str] | None = None,
     root_error: bool = False,
     trace_id: str | None = None,
+    start: datetime = T0,
 ) -> list[S]:
     """An OTel GenAI agent run without steplens attributes: `turns` model turns, the first ones asking
     for two tools (one raising when `tool_error`), the last answering (or failing with HTTP 500)."""
@@ -51,11 +52,11 @@ def genai_agent(
     attrs: dict[str, Any] = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: agent}
     if version:
         attrs[c.GEN_AI_AGENT_VERSION] = version
-    root = S(tid, f"invoke_agent {agent}", start=T0, duration=timedelta(seconds=turns + 1), attrs=attrs,
+    root = S(tid, f"invoke_agent {agent}", start=start, duration=timedelta(seconds=turns + 1), attrs=attrs,
              error=root_error, exception=root_exception, message=root_exception[1] if root_exception else "")  # fmt: skip
     spans = [root]
     for i in range(turns):
-        at = T0 + timedelta(seconds=i) + 10 * MS
+        at = start + timedelta(seconds=i) + 10 * MS
         last = i == turns - 1
         spans.append(_chat(tid, root.span_id, at, fail="InternalServerError" if last and last_call_fails else None))
         if not last:
