@@ -390,6 +390,9 @@ PYDANTIC_AI_AGENT_NAME = "agent_name"
 # Google ADK: the span it makes for several tool calls answered together is not one tool call.
 ADK_MERGED_TOOLS = "(merged tools)"
 
+# OpenAI Agents through OpenInference: a handoff is a TOOL span named `handoff to <agent>`, no tool.name.
+OI_HANDOFF_PREFIX = "handoff to "
+
 # LlamaIndex through OpenInference marks every method of an LLM object as an LLM span; these
 # helpers build or read a request and never call the model.
 OI_LLM_HELPER_METHODS = frozenset({"get_tool_calls_from_response"})

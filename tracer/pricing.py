@@ -75,11 +75,13 @@ class ModelPrice:
         inp = max(int(input_tokens or 0), 0)
         out = max(int(output_tokens or 0), 0)
         cached = min(max(int(cached_input_tokens or 0), 0), inp)
-        written = min(max(int(cache_write_tokens or 0), 0), inp - cached)
-        reasoning = min(max(int(reasoning_tokens or 0), 0), out)
         input_rate = self.input_per_mtok
         output_rate = self.output_per_mtok
         cached_rate = input_rate if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        if not cache_write_tokens and not reasoning_tokens:  # most calls: no parts at their own rates
+            return ((inp - cached) * input_rate + cached * cached_rate + out * output_rate) / _MTOK
+        written = min(max(int(cache_write_tokens or 0), 0), inp - cached)
+        reasoning = min(max(int(reasoning_tokens or 0), 0), out)
         write_rate = input_rate if self.cache_write_per_mtok is None else self.cache_write_per_mtok
         reasoning_rate = output_rate if self.reasoning_output_per_mtok is None else self.reasoning_output_per_mtok
         return (

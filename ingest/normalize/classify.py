@@ -4,10 +4,11 @@ Why an ordered list of rules: a span can carry several conventions at once (Open
 `gen_ai.operation.name` *and* `llm.request.type`; OpenInference wraps OTel spans). The most
 specific, most standard signal wins: OTel GenAI operation name, then our own span names, then
 OpenInference, then OpenLLMetry, then the Langfuse SDK's observation type, then weaker hints (a bare
-`gen_ai.tool.name`, pydantic-ai's `agent_name`); anything unrecognised is `other`, never a guess.
+`gen_ai.tool.name`, an `execute_tool <tool>` span name, pydantic-ai's `agent_name`); anything unrecognised is `other`, never a guess.
 
-Three spans look like model or tool calls and are not (design.md §3): Google ADK's synthetic
-`execute_tool (merged tools)` span (it wraps tool calls that have their own spans), OpenInference
+Some spans look like model or tool calls and are not (design.md §3): Google ADK's synthetic
+`execute_tool (merged tools)` span (it wraps tool calls that have their own spans), OpenAI Agents'
+`handoff to <agent>` TOOL span (no tool name: control passes to another agent), OpenInference
 LLM spans of LlamaIndex helper methods that only build a request (a private `_method` or a known
 helper, with no token counts: the model call is its own LLM span), and a workflow root, which is
 a workflow, not an agent, so runs can name it and still see the agents under it.
@@ -94,6 +95,7 @@ _OTHER = Op.OTHER.value
 _WORKFLOW = Op.WORKFLOW.value
 _STEP_PREFIX = c.SPAN_STEP.split("{", 1)[0]  # "step "
 _REPLAN_PREFIX = c.SPAN_REPLAN.split("{", 1)[0]  # "replan "
+TOOL_PREFIX = _TOOL_PREFIX = c.SPAN_TOOL.split("{", 1)[0]  # "execute_tool "
 
 
 def operation_class(name: str, attrs: dict[str, Any], is_root: bool = False) -> str:
@@ -121,6 +123,8 @@ def operation_class(name: str, attrs: dict[str, Any], is_root: bool = False) -> 
         if found is not None:
             if found == _LLM and _is_llm_helper(name, attrs):
                 return _OTHER
+            if found == _TOOL and c.OI_TOOL_NAME not in attrs and name.startswith(c.OI_HANDOFF_PREFIX):
+                return _OTHER  # OpenAI Agents' `handoff to <agent>`: a transfer, not a tool call
             if is_root and upper == "CHAIN":
                 return _WORKFLOW
             return found
@@ -142,6 +146,9 @@ def operation_class(name: str, attrs: dict[str, Any], is_root: bool = False) -> 
     tool = get(c.GEN_AI_TOOL_NAME)
     if tool is not None:  # pydantic-ai's `running tool` spans name the tool and nothing else
         return _OTHER if tool == c.ADK_MERGED_TOOLS else _TOOL
+    if name.startswith(_TOOL_PREFIX) and len(name) > len(_TOOL_PREFIX):
+        # The GenAI span name alone (openlit's failed tool spans carry no gen_ai.* attribute at all).
+        return _OTHER if name[len(_TOOL_PREFIX) :].startswith("(merged") else _TOOL
     if c.PYDANTIC_AI_AGENT_NAME in attrs:  # pydantic-ai / Logfire agent run span
         return Op.AGENT.value
     return _OTHER
@@ -151,6 +158,7 @@ def _is_llm_helper(name: str, attrs: dict[str, Any]) -> bool:
     """An OpenInference LLM span of a method that builds or reads a request without calling the
     model (LlamaIndex `OpenAI._prepare_chat_with_tools`): private or known helper, and no usage."""
     method = name.rpartition(".")[2]
-    if not (method.startswith("_") or method in c.OI_LLM_HELPER_METHODS):
+    private = method.startswith("_") and not method.startswith("__")  # DSPy's `LM.__call__` is a call
+    if not (private or method in c.OI_LLM_HELPER_METHODS):
         return False
     return c.OI_TOKEN_PROMPT not in attrs and c.OI_TOKEN_COMPLETION not in attrs and c.OI_TOKEN_TOTAL not in attrs

@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ingest.normalize import langfuse
-from ingest.normalize.classify import operation_class
+from ingest.normalize.classify import TOOL_PREFIX, operation_class
 from ingest.normalize.derived import derived_columns, json_text
 from ingest.normalize.values import (
     as_bool,
@@ -89,9 +89,20 @@ TOOL_NAME_KEYS = (c.GEN_AI_TOOL_NAME, c.OI_TOOL_NAME)
 AGENT_NAME_KEYS = (c.GEN_AI_AGENT_NAME, c.OI_AGENT_NAME)
 AGENT_VERSION_KEYS = (c.GEN_AI_AGENT_VERSION,)
 LANGFUSE_VERSION_KEYS = (c.LANGFUSE_VERSION, c.LANGFUSE_RELEASE)
+# Any of these on a model call means the detail look-ups are worth doing.
+_CALL_DETAIL_KEYS = frozenset(
+    (*CACHE_CREATION_KEYS, *REASONING_KEYS, *CLIENT_COST_KEYS, c.GEN_AI_REQUEST_STREAM,
+     c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK)
+)  # fmt: skip
 CONVERSATION_KEYS = (c.GEN_AI_CONVERSATION_ID, c.SESSION_ID, c.TRACELOOP_ASSOCIATION_SESSION_ID)
 USER_KEYS = (c.ENDUSER_ID, c.OI_USER_ID, c.TRACELOOP_ASSOCIATION_USER_ID)
-ENVIRONMENT_KEYS = (c.DEPLOYMENT_ENVIRONMENT_NAME, c.DEPLOYMENT_ENVIRONMENT)
+ENVIRONMENT_KEYS = (c.DEPLOYMENT_ENVIRONMENT_NAME, c.DEPLOYMENT_ENVIRONMENT, c.LANGFUSE_ENVIRONMENT)  # of the resource
+# One set check per span tells whether any model/identity key is there at all (most spans of a
+# run name neither), instead of a miss per key.
+_MODEL_KEYS = frozenset(
+    (*REQUEST_MODEL_KEYS, *RESPONSE_MODEL_KEYS, *PROVIDER_KEYS, c.OI_LLM_INVOCATION_PARAMETERS)
+)
+_IDENTITY_KEYS = frozenset((*CONVERSATION_KEYS, *USER_KEYS))
 
 # Classes whose own usage is a model call; aggregates on agent/step spans are not copied, so
 # summing the column over a trace never double-counts children.
@@ -239,14 +250,16 @@ def span_row(
     status_name = STATUS_NAMES[code] if 0 <= code < 3 else "UNSET"
     status_message = status.message or None
 
-    # models and provider
-    request_model = first_str(attrs, REQUEST_MODEL_KEYS)
-    response_model = first_str(attrs, RESPONSE_MODEL_KEYS)
-    if request_model is None and c.OI_LLM_INVOCATION_PARAMETERS in attrs:
-        request_model = _request_model_from_invocation(attrs)
+    # models and provider (one set check skips eight misses on the spans that name no model)
+    request_model = response_model = provider = None
+    if not _MODEL_KEYS.isdisjoint(attrs):
+        request_model = first_str(attrs, REQUEST_MODEL_KEYS)
+        response_model = first_str(attrs, RESPONSE_MODEL_KEYS)
+        if request_model is None and c.OI_LLM_INVOCATION_PARAMETERS in attrs:
+            request_model = _request_model_from_invocation(attrs)
+        provider = first_str(attrs, PROVIDER_KEYS)
     if request_model is None and lf_type is not None:
         request_model = as_str(get(c.LANGFUSE_OBSERVATION_MODEL))
-    provider = first_str(attrs, PROVIDER_KEYS)
 
     # tokens and cost: a model call's own only (aggregates on agent/workflow spans never count)
     input_tokens = output_tokens = cache_read = cache_write = reasoning = None
@@ -255,13 +268,14 @@ def span_row(
         input_tokens = first_count(attrs, INPUT_TOKEN_KEYS)
         output_tokens = first_count(attrs, OUTPUT_TOKEN_KEYS)
         cache_read = first_count(attrs, CACHE_READ_KEYS)
-        cache_write = first_count(attrs, CACHE_CREATION_KEYS)
-        reasoning = first_count(attrs, REASONING_KEYS)
-        client_cost = _first_cost(attrs, CLIENT_COST_KEYS)
-        stream = as_bool(get(c.GEN_AI_REQUEST_STREAM))
-        ttfc_s = as_float(get(c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK))
-        if ttfc_s is not None and ttfc_s >= 0:
-            ttfc_ms = ttfc_s * 1000.0
+        if not _CALL_DETAIL_KEYS.isdisjoint(attrs):  # one pass instead of a dozen misses per call
+            cache_write = first_count(attrs, CACHE_CREATION_KEYS)
+            reasoning = first_count(attrs, REASONING_KEYS)
+            client_cost = _first_cost(attrs, CLIENT_COST_KEYS)
+            stream = as_bool(get(c.GEN_AI_REQUEST_STREAM))
+            ttfc_s = as_float(get(c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK))
+            if ttfc_s is not None and ttfc_s >= 0:
+                ttfc_ms = ttfc_s * 1000.0
         if lf_type is not None:
             lf_in, lf_out, lf_read, lf_write, lf_reasoning = langfuse.usage_details(
                 get(c.LANGFUSE_OBSERVATION_USAGE_DETAILS)
@@ -286,9 +300,13 @@ def span_row(
     elif prices is not None and (input_tokens is not None or output_tokens is not None):
         for candidate in (response_model, request_model):
             if candidate is not None:
-                cost = prices.cost_usd(
-                    candidate, input_tokens or 0, output_tokens or 0, cache_read or 0, cache_write or 0, reasoning or 0
-                )
+                if cache_write is None and reasoning is None:
+                    cost = prices.cost_usd(candidate, input_tokens or 0, output_tokens or 0, cache_read or 0)
+                else:
+                    cost = prices.cost_usd(
+                        candidate, input_tokens or 0, output_tokens or 0, cache_read or 0, cache_write or 0,
+                        reasoning or 0,
+                    )  # fmt: skip
                 if cost is not None:
                     cost_source = _COST_TABLE
                     break
@@ -301,6 +319,8 @@ def span_row(
             tool_name = as_str(get(c.TRACELOOP_ENTITY_NAME))
         elif lf_type is not None:
             tool_name = name  # a Langfuse observation's name is its span name
+        elif name.startswith(TOOL_PREFIX):
+            tool_name = name[len(TOOL_PREFIX) :] or None  # `execute_tool <tool>` (GenAI span name)
     agent_name = first_str(attrs, AGENT_NAME_KEYS)
     agent_version = first_str(attrs, AGENT_VERSION_KEYS)
     if operation in _RUN_CLASSES:
@@ -321,13 +341,20 @@ def span_row(
     if error_type is not None:
         error_type = clean_error_type(error_type)
 
-    conversation_id = first_str(attrs, CONVERSATION_KEYS)
-    user_id = first_str(attrs, USER_KEYS)
-    if environment is None:
-        environment = as_str(get(c.LANGFUSE_ENVIRONMENT))
+    conversation_id = user_id = None
+    if not _IDENTITY_KEYS.isdisjoint(attrs):  # mostly run roots; skip six misses on the rest
+        conversation_id = first_str(attrs, CONVERSATION_KEYS)
+        user_id = first_str(attrs, USER_KEYS)
+    agent_id = None
+    if agent_name is not None:  # an id without a name is no use to anyone; skip the look-up then
+        agent_id = get(c.GEN_AI_AGENT_ID)
+        if agent_id is not None and agent_id.__class__ is not str:
+            agent_id = as_str(agent_id)
+        agent_id = agent_id or None
     if lf_type is not None:
         conversation_id = conversation_id or as_str(get(c.LANGFUSE_SESSION_ID))
         user_id = user_id or as_str(get(c.LANGFUSE_USER_ID))
+        environment = environment or as_str(get(c.LANGFUSE_ENVIRONMENT))
 
     return (
         project,
@@ -369,7 +396,7 @@ def span_row(
         resource_json,
         ingested_us,
         *derived_columns(operation, attrs, is_error or error_type is not None, status_message, exc_message),
-        as_str(get(c.GEN_AI_AGENT_ID)),
+        agent_id,
         reasoning,
         cache_write,
         ttfc_ms,

@@ -3,7 +3,9 @@
 Why from `spans` and not a rollup: percentiles do not add up across runs or hours, so they are
 computed exactly from the LLM spans in scope (operation = 'llm', grouped by the request model like
 /api/cost?group_by=model). The run filters select the runs as everywhere else (`scoped_from`);
-with a `since` the spans' own start bound lets DuckDB skip older row groups.
+with a `since` the spans' own start bound lets DuckDB skip older row groups. An LLM span with an
+LLM span directly under it is a wrapper of that call (LlamaIndex's outer `astream_chat`, pydantic-ai's
+`chat` around Logfire's OpenAI span) and is not counted: the inner span made the request.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ def model_rows(cur: duckdb.DuckDBPyConnection, filters: Any) -> list[dict[str, A
     """One row per model of the LLM calls of the runs in scope, most calls first."""
     scope, params = scoped_from("spans", "s", filters)
     sql = f"""
+WITH calls AS (
+    SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.model, s.status, s.error_type, s.duration_ms,
+        s.time_to_first_chunk_ms, s.stream, s.input_tokens, s.output_tokens, s.reasoning_tokens,
+        s.cache_read_tokens, s.cache_creation_tokens
+    {scope} AND s.operation = ?
+)
 SELECT s.model AS model,
     count(*) AS llm_calls,
     count(*) FILTER (WHERE s.status = 'ERROR' OR s.error_type IS NOT NULL) AS errors,
@@ -36,7 +44,8 @@ SELECT s.model AS model,
     coalesce(sum(s.reasoning_tokens), 0) AS reasoning_tokens,
     coalesce(sum(s.cache_read_tokens), 0) AS cache_read_tokens,
     coalesce(sum(s.cache_creation_tokens), 0) AS cache_creation_tokens
-{scope} AND s.operation = ?
+FROM calls s ANTI JOIN calls inner_call
+    ON inner_call.project = s.project AND inner_call.trace_id = s.trace_id AND inner_call.parent_span_id = s.span_id
 GROUP BY s.model
 ORDER BY llm_calls DESC, model NULLS LAST
 """

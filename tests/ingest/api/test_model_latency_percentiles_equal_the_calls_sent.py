@@ -22,8 +22,9 @@ MS = 1_000_000
 KEY_A, KEY_B = "models-key-a-0123456789", "models-key-b-0123456789"
 
 
-def _runs(agent: str, model: str, durations_ms: list[int], ttfc_ms: list[int | None]):
-    """One run of `agent` per call: invoke_agent (with aggregate usage) > chat (model)."""
+def _runs(agent: str, model: str, durations_ms: list[int], ttfc_ms: list[int | None], wrapped: bool = False):
+    """One run of `agent` per call: invoke_agent (with aggregate usage) > chat (model), the chat
+    inside a wrapper LLM span when `wrapped` (LlamaIndex, pydantic-ai under Logfire)."""
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({c.SERVICE_NAME: "svc"}))
     provider.add_span_processor(SimpleSpanProcessor(memory))
@@ -43,8 +44,14 @@ def _runs(agent: str, model: str, durations_ms: list[int], ttfc_ms: list[int | N
         if ttfc is not None:
             attrs[c.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ttfc / 1000
             attrs[c.GEN_AI_REQUEST_STREAM] = True
-        chat = tracer.start_span(f"chat {model}", context=set_span_in_context(run), start_time=start + MS, attributes=attrs)
+        parent = set_span_in_context(run)
+        if wrapped:  # a framework's LLM span around the instrumented client's (same usage, longer)
+            outer = tracer.start_span(f"chat {model}", context=parent, start_time=start, attributes=attrs)
+            parent = set_span_in_context(outer)
+        chat = tracer.start_span(f"chat {model}", context=parent, start_time=start + MS, attributes=attrs)
         chat.end(end_time=start + MS + duration * MS)
+        if wrapped:
+            outer.end(end_time=start + (duration + 2) * MS)
         run.end(end_time=start + (duration + 2) * MS)
     provider.shutdown()
     return encode_spans(memory.get_finished_spans())
@@ -61,7 +68,7 @@ def loaded(make_server):
     server = make_server(api_keys=[ApiKey(key=KEY_A, project="A"), ApiKey(key=KEY_B, project="B")])
     durations = [100 + 37 * i for i in range(20)]
     ttfcs = [20 + 9 * i for i in range(20)]
-    server.send(_runs("fast", "gpt-4o-mini", durations, ttfcs), key=KEY_A)
+    server.send(_runs("fast", "gpt-4o-mini", durations, ttfcs, wrapped=True), key=KEY_A)
     server.send(_runs("slow", "claude-sonnet-4-5", [900, 1100, 1000], [None, None, None]), key=KEY_A)
     server.send(_runs("other", "gpt-4o-mini", [5, 5], [1, 1]), key=KEY_B)
     return server, durations, ttfcs

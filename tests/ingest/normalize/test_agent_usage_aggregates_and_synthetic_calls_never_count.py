@@ -92,9 +92,39 @@ def test_llamaindex_request_helpers_marked_llm_are_not_llm_calls(capture):
     # A failed call has no usage either, but it is a public request method: still an LLM call.
     with tracer.start_as_current_span("OpenAI.chat", attributes=llm) as failed:
         failed.set_status(Status(StatusCode.ERROR, "HTTP 500"))
+    with tracer.start_as_current_span("LM.__call__", attributes=llm):  # DSPy: a dunder is the call itself
+        pass
     rows = {r["name"]: r for r in capture.rows()}
     assert rows["OpenAI._prepare_chat_with_tools"]["operation"] == "other"
     assert rows["OpenAI.get_tool_calls_from_response"]["operation"] == "other"
     assert (rows["OpenAI.achat"]["operation"], rows["OpenAI.achat"]["input_tokens"]) == ("llm", 50)
-    assert rows["OpenAI.chat"]["operation"] == "llm"
+    assert rows["OpenAI.chat"]["operation"] == rows["LM.__call__"]["operation"] == "llm"
     assert rows["OpenAI.achat_with_tools"]["operation"] == "llm"  # the wrapper: a trace-level question
+
+
+def test_failed_tool_span_known_only_by_its_genai_name_is_a_tool_call(capture):
+    """openlit's error path leaves a failed tool span with just `execute_tool <tool>` and error.type."""
+    tracer = capture.tracer("openlit.otel.tracing")
+    with tracer.start_as_current_span("execute_tool get_time", attributes={c.ERROR_TYPE: "AgentToolExecutionError"}) as s:
+        s.set_status(Status(StatusCode.ERROR))
+    with tracer.start_as_current_span("execute_tool (merged)"):
+        pass
+    with tracer.start_as_current_span("execute_tool "):
+        pass
+    rows = {r["name"]: r for r in capture.rows()}
+    failed = rows["execute_tool get_time"]
+    assert (failed["operation"], failed["tool_name"], failed["error_type"]) == ("tool", "get_time", "AgentToolExecutionError")
+    assert rows["execute_tool (merged)"]["operation"] == "other"
+    assert rows["execute_tool "]["operation"] == "other"
+
+
+def test_openai_agents_handoff_is_not_a_tool_call(capture):
+    tracer = capture.tracer("openinference.instrumentation.openai_agents")
+    with tracer.start_as_current_span("handoff to forecast_writer", attributes={c.OI_SPAN_KIND: "TOOL"}):
+        pass
+    named = {c.OI_SPAN_KIND: "TOOL", c.OI_TOOL_NAME: "handoff to desk"}  # a tool that happens to be called so
+    with tracer.start_as_current_span("handoff to desk", attributes=named):
+        pass
+    rows = {r["name"]: r for r in capture.rows()}
+    assert rows["handoff to forecast_writer"]["operation"] == "other"
+    assert (rows["handoff to desk"]["operation"], rows["handoff to desk"]["tool_name"]) == ("tool", "handoff to desk")
