@@ -100,6 +100,14 @@ def test_langgraph_v2_taking_more_steps_is_flagged_alerted_and_its_failures_clus
     rules = httpx.get(f"{srv.http_url}/api/alerts", timeout=30).json()["rules"]
     assert [(r["rule"]["name"], r["firing"], [(s["subject"], s["status"]) for s in r["states"]]) for r in rules] == [
         (RULE["name"], True, [(AGENT, "firing")])], rules
+    events = httpx.get(f"{srv.http_url}/api/alerts/events", params={"rule": RULE["name"]}, timeout=30).json()["events"]
+    firing = [e for e in events if e["kind"] == "firing"]
+    assert len(firing) == 1 and firing[0]["evidence"], events
+    # evidence: 2.0's worst runs (4 steps) first, then typical 1.0 runs to compare them with
+    v2_steps = {run["trace_id"]: run["steps"] for run in by_version["2.0"]}
+    worst = [t for t in firing[0]["evidence"] if t in v2_steps]
+    assert worst and {v2_steps[t] for t in worst} == {4}, firing[0]["evidence"]
+    assert set(firing[0]["evidence"]) - set(worst) <= {run["trace_id"] for run in by_version["1.0"]}
 
     # The four HTTP 500 runs of 2.0 cluster under llm_unavailable; nothing else failed.
     r = httpx.get(f"{srv.http_url}/api/failures", params={"agent": AGENT, **window}, timeout=60)
