@@ -422,3 +422,5 @@ OI_LLM_FINISH_REASON = "llm.finish_reason"  # OpenInference: the model call's fi
 SMOLAGENTS_MAX_STEPS = "smolagents.max_steps"  # smolagents run span: its step limit
 OPENLIT_SMOLAGENTS_MAX_STEPS = "gen_ai.smolagents.max_steps"  # openlit over smolagents: the run's step limit
 OPENLIT_SMOLAGENTS_STEP_NUMBER = "gen_ai.smolagents.step_number"  # openlit types smolagents steps as invoke_agent
+OI_METADATA = "metadata"  # OpenInference: the run's metadata, JSON text (LangChain: lc_agent_name, ...)
+LANGCHAIN_AGENT_NAME_KEY = "lc_agent_name"  # key in OpenInference metadata: the LangChain agent a span belongs to

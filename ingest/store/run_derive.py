@@ -84,9 +84,11 @@ _EVIDENCE_CHARS = 500
 _ASKS_FOR_TOOLS = re.compile(r"tool|function", re.I)
 # Tools that end a run with its answer (smolagents `final_answer`, pydantic-ai `final_result`).
 _FINAL_TOOL = re.compile(r"^final_(answer|result)$")
-# smolagents names its run span `<agent name>.run` and sets no agent name attribute.
-_SMOLAGENTS_SCOPE = "smolagents"
-_SMOLAGENTS_RUN = ".run"
+# Instrumentations that name an agent span `<agent><suffix>` and set no agent name attribute:
+# smolagents `<agent>.run`, CrewAI `<role>._execute_core` (by instrumentation scope).
+_NAME_SUFFIXES = (("smolagents", ".run"), ("crewai", "._execute_core"))
+# CrewAI declares its agent's iteration limit only inside the agent span's input JSON.
+_MAX_ITER = re.compile(r'"max_iter"\s*:\s*(\d+)')
 
 
 @dataclass
@@ -369,15 +371,25 @@ def _run_agent(trace: _Trace, root: _Span, agentic: list[_Span]) -> str | None:
     """The run's agent: a top span that names its agent, or a workflow top (named after itself);
     else the first nested agent span naming its agent (OpenAI Agents' unnamed `Agent workflow` top);
     else the top's name as its convention gives it (smolagents `<agent>.run`: the agent)."""
-    if root.agent_name and (root.named or root.operation == WORKFLOW_CLASS):
+    if root.agent_name and root.named:
         return root.agent_name
     named = next((s.agent_name for s in agentic if s is not root and s.named and s.agent_name), None)
     if named:
         return named
-    name = root.agent_name or (_strip_prefix(root.name) if root.operation in _AGENTIC else None)
-    if name and root.scope and _SMOLAGENTS_SCOPE in root.scope and name.endswith(_SMOLAGENTS_RUN):
-        name = name[: -len(_SMOLAGENTS_RUN)]
-    return name or next((s.agent_name for s in trace.spans if s.agent_name), None)
+    if not root.named and root.operation == WORKFLOW_CLASS:  # an unnamed graph or crew: its first agent
+        first = next((s for s in agentic if s is not root), None)
+        if first is not None:
+            return _implicit_name(first)
+    return _implicit_name(root) or next((s.agent_name for s in trace.spans if s.agent_name), None)
+
+
+def _implicit_name(s: _Span) -> str | None:
+    """An agent span's name as its convention gives it (OpenInference: the span name)."""
+    name = s.agent_name or (_strip_prefix(s.name) if s.operation in _AGENTIC else None)
+    for scope, suffix in _NAME_SUFFIXES:
+        if name and s.scope and scope in s.scope and name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _stopped_by_limit(trace: _Trace, root: _Span, calls: list[_Span], tools: list[_Span]) -> bool:
@@ -386,10 +398,12 @@ def _stopped_by_limit(trace: _Trace, root: _Span, calls: list[_Span], tools: lis
     or its last model call asked for tools that never ran (LangGraph's `remaining_steps`); or a tool
     ran after its last model call, so no model saw the result (Strands' turn limit)."""
     final = any(_FINAL_TOOL.match(t.tool_name or "") for t in tools)
-    if root.max_steps and not final:
-        steps = sum(1 for s in trace.spans if s.operation == _STEP or _FRAMEWORK_STEP_NAME.match(s.name))
-        if steps >= root.max_steps:
-            return True
+    if not final:
+        for a in trace.spans:
+            if a.max_steps and (a is root or trace.is_agentic(a)):
+                own = _own_spans(trace, a)
+                if _steps(trace, own, [s for s in own if trace.is_llm_call(s)], [s for s in own if trace.is_tool_call(s)]) >= a.max_steps:
+                    return True
     last_call = max(calls, key=lambda s: (s.end, s.span_id), default=None)
     if last_call is None:
         return False
@@ -534,9 +548,11 @@ SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.name, s.operation, 
     CASE WHEN s.operation = $llm THEN coalesce(json_extract_string(s.attributes, $oi_finish_path),
         json_extract(s.attributes, $finish_path)::VARCHAR) END AS finish,
     CASE WHEN s.parent_span_id IS NULL OR s.operation = $agent THEN TRY_CAST(coalesce(
-        json_extract_string(s.attributes, $max_steps_path), json_extract_string(s.attributes, $openlit_max_steps_path))
+        json_extract_string(s.attributes, $max_steps_path), json_extract_string(s.attributes, $openlit_max_steps_path),
+        nullif(regexp_extract(json_extract_string(s.attributes, $input_path), $max_iter, 1), ''))
         AS INTEGER) END AS max_steps,
-    s.operation = $agent AND json_extract_string(s.attributes, $openlit_step_path) IS NOT NULL AS is_step
+    s.operation = $agent AND json_extract_string(s.attributes, $openlit_step_path) IS NOT NULL AS is_step,
+    json_extract_string(json_extract_string(s.attributes, $metadata_path), $lc_agent_path) AS lc_agent
 FROM spans s SEMI JOIN derive_traces t ON s.project = t.project AND s.trace_id = t.trace_id
 WHERE s.start_time BETWEEN $lo AND $hi AND s.trace_id IN (SELECT trace_id FROM derive_traces)
 """
@@ -561,6 +577,10 @@ _SPAN_PARAMS = {
     "max_steps_path": f'$."{c.SMOLAGENTS_MAX_STEPS}"',
     "openlit_max_steps_path": f'$."{c.OPENLIT_SMOLAGENTS_MAX_STEPS}"',
     "openlit_step_path": f'$."{c.OPENLIT_SMOLAGENTS_STEP_NUMBER}"',
+    "input_path": f'$."{c.OI_INPUT_VALUE}"',
+    "max_iter": _MAX_ITER.pattern,
+    "metadata_path": f'$."{c.OI_METADATA}"',
+    "lc_agent_path": f'$."{c.LANGCHAIN_AGENT_NAME_KEY}"',
 }
 
 _DERIVED_SCHEMA = pa.schema([
@@ -644,6 +664,11 @@ def _read(conn: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[_Span]]
             tool_name=r[19], op_name=r[20], oi_kind=r[21], service_version=r[22], langfuse_version=r[23],
             exception=_exception(r[24]), named=bool(r[25]), scope=r[26], finish=r[27], max_steps=r[28],
         ))  # fmt: skip
+        span = out[(r[0], r[1])][-1]
+        if r[30] and r[30] == span.name and span.operation not in (_LLM, _TOOL):
+            # a LangChain agent's graph root (its span is named after the agent; as a sub-agent under a
+            # tool it is a CHAIN): an agent span naming its agent
+            span.operation, span.agent_name, span.named = _AGENT, r[30], True
     return out
 
 

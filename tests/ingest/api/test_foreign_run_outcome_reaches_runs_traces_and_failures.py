@@ -27,14 +27,15 @@ def test_foreign_runs_on_every_endpoint(server) -> None:
         "weather_agent", "2.0", False, "llm_unavailable", "inferred", 2)
     assert bad["failure_evidence"] == "InternalServerError: Error code: 500 - internal error"
     assert runs[root.trace_id]["stop_reason_source"] == "reported"
-    assert runs[graph[0].trace_id]["sub_agents"] == ["supervisor", "researcher"]
+    assert runs[graph[0].trace_id]["sub_agents"] == ["researcher"]  # the run is supervisor's
 
     trace = server.get(f"/api/traces/{graph[0].trace_id}").json()
     agents = trace["run"]["agents"]
     assert [(a["kind"], a["agent"], a["llm_calls"], a["tool_calls"], a["steps"]) for a in agents] == [
         ("workflow", "LangGraph", 0, 0, 0), ("agent", "supervisor", 2, 0, 2), ("agent", "researcher", 2, 1, 2)]
     assert agents[2]["parent_span_id"] == agents[1]["span_id"] and agents[1]["parent_span_id"] == agents[0]["span_id"]
-    assert trace["run"]["agent"] == "LangGraph" and trace["run"]["stop_reason"] == "finish"
+    assert trace["run"]["agent"] == "supervisor" and trace["run"]["name"] == "LangGraph"
+    assert trace["run"]["stop_reason"] == "finish"
     assert server.get(f"/api/traces/{built[0].trace_id}").status_code == 200
 
     failures = server.get("/api/failures", **WINDOW).json()

@@ -124,10 +124,12 @@ async def test_framework_step_spans_are_the_steps_and_a_max_steps_error_fails_th
     assert run["failure_evidence"] == "AgentMaxStepsError: Reached max steps."
 
 
-async def test_graph_root_with_sub_agents_is_one_run_named_after_it(open_store) -> None:
+async def test_graph_root_with_sub_agents_is_one_run_of_its_first_agent(open_store) -> None:
+    """An unnamed graph (`LangGraph`, CrewAI's `Crew_<uuid>.kickoff`) is one run; its name is the
+    graph's, its agent the first agent under it (the graph's own name names no agent)."""
     run = await _load(open_store(), f.langgraph_supervisor())
     assert (run["agent"], run["name"], run["steps"], run["llm_calls"], run["tool_calls"]) == (
-        "LangGraph", "LangGraph", 4, 4, 1)  # fmt: skip
+        "supervisor", "LangGraph", 4, 4, 1)  # fmt: skip
     assert [(a["kind"], a["agent"]) for a in run["agents"]] == [
         ("workflow", "LangGraph"), ("agent", "supervisor"), ("agent", "researcher")]
     agents = {a["agent"]: a for a in run["agents"]}
