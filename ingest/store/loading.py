@@ -328,9 +328,7 @@ def load_batch(
                     conn.execute(_TRACE_INDEX)
                     upkeep.queue(conn, now)
             finally:
-                conn.unregister("batch")
-                if view:
-                    conn.unregister("new_spans")
+                _unregister(conn, "batch", *(["new_spans"] if view else []))
             for statement in _CLEANUP:
                 conn.execute(statement)
         _set_position(conn, position, now)
@@ -339,6 +337,17 @@ def load_batch(
         _rollback(conn)
         raise
     return LoadResult(received=received, inserted=int(inserted))
+
+
+def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
+    """Drop the batch's Arrow views. After a failed statement the transaction is aborted and this
+    fails too ("Current transaction is aborted"): that must not replace the statement's own error,
+    which says whether the record is poison or the environment failed (ingest/store/failures.py)."""
+    for name in names:
+        try:
+            conn.unregister(name)
+        except duckdb.Error as exc:
+            log.debug("unregistering %s after a failed load: %s", name, exc)
 
 
 def _rollback(conn: duckdb.DuckDBPyConnection) -> None:

@@ -27,3 +27,4 @@ class StoreStats:
     upkeep_passes: int = 0  # analytics upkeep passes (ingest/store/upkeep.py)
     last_upkeep_latency_s: float = 0.0
     writer_error: str | None = None  # set when DuckDB failed fatally and loading stopped
+    unwritable: str | None = None  # why the spool or the database cannot be written now (503s meanwhile)
