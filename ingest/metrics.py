@@ -68,6 +68,16 @@ class IngestMetrics:
             ["part"],
             registry=r,
         )
+        self.upkeep_traces_isolated = Counter(
+            "steplens_upkeep_traces_isolated",
+            "Traces whose analytics upkeep failed on their own data and were set aside (retried alone with "
+            "backoff), by the error's class.",
+            ["reason"],
+            registry=r,
+        )
+        self.upkeep_traces_set_aside = Gauge(
+            "steplens_upkeep_traces_set_aside", "Traces whose analytics upkeep is set aside right now.", registry=r
+        )
         self.checkpoint_seconds = Histogram(
             "steplens_checkpoint_seconds", "Latency of one DuckDB checkpoint run by the writer.", registry=r
         )

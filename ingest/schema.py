@@ -492,6 +492,20 @@ CREATE TABLE IF NOT EXISTS upkeep_pending (
 )
 """
 
+# Traces whose analytics upkeep fails on their own (ingest/store/upkeep.py isolates them): skipped by
+# every pass, retried alone with backoff from `next_at`, so one bad trace never blocks the others'
+# analytics. Kept in DuckDB so the backoff and the count survive a restart.
+UPKEEP_QUARANTINE_DDL = """
+CREATE TABLE IF NOT EXISTS upkeep_quarantine (
+    project      VARCHAR   NOT NULL,
+    trace_id     VARCHAR   NOT NULL,
+    attempts     INTEGER   NOT NULL,   -- failed upkeep attempts so far
+    reason       VARCHAR   NOT NULL,   -- the last error, "<class>: <message>"
+    first_failed TIMESTAMP NOT NULL,
+    next_at      TIMESTAMP NOT NULL    -- not retried before this
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -503,5 +517,6 @@ MIGRATIONS: list[list[str]] = [
     ANALYTICS_RUN_FACTS,  # version 7: run filter facts on the analytics tables
     [TOOL_ROLLUP_DDL, TOOL_ROLLUP_BACKFILL, TRACE_INDEX_DDL, TRACE_INDEX_BACKFILL],  # version 8: rollup, trace index
     [UPKEEP_PENDING_DDL],  # version 9: analytics upkeep out of the load transaction
+    [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
 ]
 

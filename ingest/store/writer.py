@@ -127,6 +127,8 @@ class WriterHooks:
     retention: Callable[[int, int], None]
     upkept: Callable[[int, float], None] | None = None  # (traces recomputed, seconds)
     checkpointed: Callable[[float], None] | None = None  # (seconds)
+    upkeep_isolated: Callable[[str], None] | None = None  # (error class) a trace's upkeep set aside
+    quarantined: Callable[[int], None] | None = None  # traces set aside now
 
 
 def utcnow() -> datetime:
@@ -182,6 +184,8 @@ class Writer:
         self._upkeep_interval = max(0.0, upkeep_interval_s)
         self._upkeep_max_traces = max(1, upkeep_max_traces)
         self._upkeep_needed = upkeep.pending(conn) > 0  # a crash may have left traces waiting
+        self._quarantine_due = time.monotonic()  # set-aside traces of a previous run: look at once
+        self.upkeep_quarantined = 0
         self._upkeep_next = time.monotonic()
         self._idle_since = time.monotonic()
         # -1: traces a previous process loaded still await upkeep, so even "nothing handed over yet"
@@ -318,12 +322,16 @@ class Writer:
         return max(0.0, self._reopen_due - time.monotonic())
 
     def _upkeep_wait(self) -> float:
-        """Seconds until an upkeep pass is due (0: now; inf: nothing to do). Caller holds the lock."""
-        if not self._upkeep_needed or self.failed is not None:
-            return float("inf")
+        """Seconds until an upkeep pass (or a set-aside trace's retry) is due (0: now; inf: nothing to do).
+        Caller holds the lock."""
+        if self.failed is not None or self.unwritable is not None:
+            return float("inf")  # a write that would fail anyway; the writable notification wakes the loop
         now = time.monotonic()
+        quarantine = max(0.0, self._quarantine_due - now)
+        if not self._upkeep_needed:
+            return quarantine
         due = self._upkeep_next if self._items else min(self._upkeep_next, self._idle_since + UPKEEP_IDLE_S)
-        return max(0.0, due - now)
+        return min(quarantine, max(0.0, due - now))
 
     def _loop(self) -> None:
         while True:
@@ -571,7 +579,8 @@ class Writer:
             covers = self._loaded_upto  # everything loaded so far is in upkeep_pending
         started = time.monotonic()
         try:
-            result = upkeep.run_pass(self._conn, self._upkeep_max_traces)
+            result = self._upkeep_pass() if self._upkeep_needed else None
+            self._retry_quarantined()
         except duckdb.Error as exc:
             kind = classify(exc)
             if kind is Failure.FATAL:
@@ -582,6 +591,9 @@ class Writer:
             log.error("analytics upkeep failed, will retry in %.1f s: %s", self._upkeep_interval, exc)
             with self._cond:
                 self._upkeep_next = time.monotonic() + self._upkeep_interval
+                self._quarantine_due = max(self._quarantine_due, self._upkeep_next)
+            return
+        if result is None:
             return
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
@@ -597,6 +609,45 @@ class Writer:
             if not result.remaining:
                 self._upkeep_needed = False
                 self._upkept_upto = max(self._upkept_upto, covers)
+            self._cond.notify_all()
+
+    def _upkeep_pass(self) -> upkeep.UpkeepResult:
+        """A pass with failing traces isolated (ingest/store/upkeep.py): one log line per trace set aside."""
+        outcome = upkeep.run_isolated(self._conn, self._upkeep_max_traces, utcnow())
+        for (project, trace_id), exc in outcome.isolated:
+            log.error(
+                "analytics upkeep of trace %s (project %r) fails on its own data and is set aside (retried alone "
+                "with backoff; other traces go on): %s: %s",
+                trace_id, project, type(exc).__name__, exc,
+            )
+            if self._hooks.upkeep_isolated is not None:
+                self._hooks.upkeep_isolated(type(exc).__name__)
+        if outcome.isolated:
+            self._note_quarantine()
+        return outcome.result
+
+    def _retry_quarantined(self) -> None:
+        """Retry, each alone, the set-aside traces whose backoff has passed."""
+        if time.monotonic() < self._quarantine_due:
+            return
+        for (project, trace_id), attempts, reason in upkeep.retry_quarantined(self._conn, utcnow()):
+            if reason is None:
+                log.warning("analytics upkeep of set-aside trace %s (project %r) passed on attempt %d", trace_id, project, attempts + 1)
+            else:
+                log.warning(
+                    "analytics upkeep of set-aside trace %s (project %r) failed again (attempt %d), next try later: %s",
+                    trace_id, project, attempts, reason,
+                )
+        self._note_quarantine()
+
+    def _note_quarantine(self) -> None:
+        next_at, count = upkeep.quarantine_state(self._conn)
+        self.upkeep_quarantined = count
+        if self._hooks.quarantined is not None:
+            self._hooks.quarantined(count)
+        due = float("inf") if next_at is None else time.monotonic() + max(0.0, (next_at - utcnow()).total_seconds())
+        with self._cond:
+            self._quarantine_due = due
             self._cond.notify_all()
 
     # ---- checkpoints --------------------------------------------------------------------------
