@@ -5,7 +5,10 @@ thread, off the event loop) and queues it -> the committer thread appends
 a whole group and fsyncs once -> futures resolve (the 200) -> the writer thread, sole owner of the
 DuckDB write connection, loads the records in large transactions together with the spool mark.
 Memory is bounded by `queue_max_bytes` of accepted-but-not-loaded records; beyond it `submit`
-raises Overloaded instead of queueing or dropping.
+raises Overloaded instead of queueing or dropping. A request larger than one piece (10,000 spans
+or 8 MiB, ingest/store/split.py) goes in pieces, each waiting for room while the loader drains the
+ones before it, and a piece bigger than the whole limit still goes in when nothing else waits: no
+valid body gets 503 forever.
 
 A full disk (or an I/O error) is a 503, never a 500 and never a lost ack: a spool write that fails
 answers StorageUnavailable (retry), and for `retry_after_s` after it, or while the writer reports the
@@ -42,6 +45,7 @@ from ingest.store.loading import LoadResult, ensure_position_row, read_position
 from ingest.store.migrate import migrate
 from ingest.store.reader import timed_cursor
 from ingest.store.retention import DEFAULT_CHUNK_ROWS
+from ingest.store.split import needs_split, pieces
 from ingest.store.spool import DEFAULT_SEGMENT_MAX_BYTES, Position, SpoolWriter, encode_record, list_segments
 from ingest.store.stats import StoreStats
 from ingest.store.writer import (
@@ -57,6 +61,10 @@ from ingest.store.writer import (
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# A piece of a large request waits this long at most for the queue to have room, then 503.
+ROOM_WAIT_S = 60.0
+ROOM_POLL_S = 0.02
 
 
 def default_normalizer(settings: Settings) -> Normalizer:
@@ -327,7 +335,7 @@ class SpanStore:
                 self.settings.retry_after_s,
             )
 
-    def _enqueue(self, item: LoadItem) -> PendingWrite:
+    def _enqueue(self, item: LoadItem, lone_ok: bool = False) -> PendingWrite:
         record = encode_record(item.project, item.payload or b"")
         # The normalized table waits in memory with the record until it is loaded: count both, so
         # queue_max_bytes bounds what a backlog really holds.
@@ -337,7 +345,10 @@ class SpanStore:
         with self._lock:
             if not self._accepting or self._committer is None:
                 raise Overloaded("the span store is not accepting writes (starting or stopping)", retry_after)
-            if self._queue_bytes + nbytes > self.settings.queue_max_bytes:
+            # a piece bigger than the whole limit still goes in when nothing else waits (`lone_ok`):
+            # refusing it would answer a valid body 503 forever
+            over = self._queue_bytes + nbytes > self.settings.queue_max_bytes
+            if over and not (lone_ok and self._queue_bytes == 0):
                 raise Overloaded(
                     f"ingest queue full ({self._queue_bytes} of {self.settings.queue_max_bytes} bytes waiting "
                     "to be loaded)",
@@ -361,20 +372,82 @@ class SpanStore:
         `payload`: the request's protobuf bytes when the caller has them (saves serializing it again).
         """
         self._check_room()
-        item = await asyncio.to_thread(self._prepare, project, request, payload)  # CPU off the event loop
-        write = self._enqueue(item)
+        writes: list[PendingWrite] = []
+        if not needs_split(request, payload):
+            item = await asyncio.to_thread(self._prepare, project, request, payload)  # CPU off the event loop
+            writes.append(self._enqueue(item))
+        else:
+            parts = pieces(request)
+            while (piece := await asyncio.to_thread(next, parts, None)) is not None:
+                deadline = time.monotonic() + ROOM_WAIT_S
+                while not self._has_room():  # the loader drains the pieces before this one
+                    self._wait_check(deadline)
+                    await asyncio.sleep(ROOM_POLL_S)
+                item = await asyncio.to_thread(self._prepare, project, piece, None)
+                while (write := self._try_enqueue_piece(item)) is None:
+                    self._wait_check(deadline)
+                    await asyncio.sleep(ROOM_POLL_S)
+                writes.append(write)
         try:
-            await asyncio.wrap_future(write.future)
+            for write in writes:
+                await asyncio.wrap_future(write.future)
         except OSError as exc:
             raise self._unavailable(exc) from exc
 
     def submit_blocking(self, project: str, request: ExportTraceServiceRequest, timeout: float | None = None) -> None:
         """`submit` for threads (the gRPC pool): blocks until durable."""
         self._check_room()
+        writes: list[PendingWrite] = []
+        if not needs_split(request):
+            writes.append(self._enqueue(self._prepare(project, request)))
+        for piece in pieces(request) if not writes else ():
+            deadline = time.monotonic() + ROOM_WAIT_S
+            while not self._has_room():
+                self._wait_check(deadline)
+                time.sleep(ROOM_POLL_S)
+            item = self._prepare(project, piece)
+            while (write := self._try_enqueue_piece(item)) is None:
+                self._wait_check(deadline)
+                time.sleep(ROOM_POLL_S)
+            writes.append(write)
         try:
-            self._enqueue(self._prepare(project, request)).future.result(timeout)
+            for write in writes:
+                write.future.result(timeout)
         except OSError as exc:
             raise self._unavailable(exc) from exc
+
+    def _wait_check(self, deadline: float) -> None:
+        """While a piece waits for room: a disk that cannot be written or a loader that does not drain
+        ends the wait with a 503 (the client retries the whole request; dedup keeps it exact)."""
+        self._refuse_if_unwritable()
+        with self._lock:
+            accepting = self._accepting
+        if not accepting:
+            raise Overloaded("the span store is not accepting writes (stopping)", self.settings.retry_after_s)
+        if time.monotonic() > deadline:
+            raise self._full()
+
+    def _try_enqueue_piece(self, item: LoadItem) -> PendingWrite | None:
+        """Enqueue one piece of a large request, or None when the queue has no room for it yet. A piece
+        bigger than the whole queue goes in once the queue is empty, so the request always progresses."""
+        try:
+            return self._enqueue(item, lone_ok=True)
+        except Overloaded:
+            with self._lock:
+                if not self._accepting:
+                    raise
+            return None
+
+    def _has_room(self) -> bool:
+        with self._lock:
+            return self._queue_bytes < self.settings.queue_max_bytes
+
+    def _full(self) -> Overloaded:
+        return Overloaded(
+            f"ingest queue full for {ROOM_WAIT_S:.0f} s while storing a large request in pieces (the loader is "
+            "behind); nothing of it is lost if retried",
+            self.settings.retry_after_s,
+        )
 
     def _unavailable(self, exc: OSError) -> StorageUnavailable:
         return StorageUnavailable(
