@@ -38,6 +38,7 @@ from ingest.errors import (
     UnsupportedMediaType,
 )
 from ingest.health import health_router
+from ingest.memory_bound import decoded_estimate
 from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import InflightBudget, Reservation
 from ingest.otlp.decode import BodyFormat, body_format, decompress, parse_json, parse_protobuf
@@ -115,9 +116,16 @@ def create_app(
         _check_codings(encoding)
         reservation = Reservation(budget)
         try:
+            # what decoding will hold, reserved before the body is read (ingest/memory_bound.py): a
+            # burst of large bodies is refused at once instead of all being decoded together
+            declared = request.headers.get("content-length", "").strip()
+            estimated = 0
+            if declared.isdigit() and int(declared) <= settings.max_body_bytes:
+                estimated = decoded_estimate(int(declared))
+                reservation.take(estimated)
             raw = await _read_body(request, settings.max_body_bytes, reservation)
             result = await asyncio.to_thread(
-                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation
+                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation, estimated
             )
             del raw
             response = await export_validated(result, principal.project, store, metrics)
@@ -160,12 +168,15 @@ async def _read_body(request: Request, limit: int, reservation: Reservation) -> 
 
 
 def _decode_and_validate(
-    raw: bytes, fmt: BodyFormat, encoding: str | None, limit: int, reservation: Reservation
+    raw: bytes, fmt: BodyFormat, encoding: str | None, limit: int, reservation: Reservation, estimated: int = 0
 ) -> ValidationResult:
-    """CPU-bound part of an export, run in a worker thread so the event loop keeps serving."""
+    """CPU-bound part of an export, run in a worker thread so the event loop keeps serving.
+    `estimated`: the decoded size already reserved from the declared length."""
     data = decompress(raw, encoding, limit)
-    if data is not raw:
-        reservation.take(len(data))
+    # the decompressed bytes, and whatever of their decoded form the declared length did not cover
+    extra = (len(data) if data is not raw else 0) + decoded_estimate(len(data)) - estimated
+    if extra > 0:
+        reservation.take(extra)
     if fmt is BodyFormat.PROTOBUF:
         result = validate_request(parse_protobuf(data))
         if not result.rejections:
