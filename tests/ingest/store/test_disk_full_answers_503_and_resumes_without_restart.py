@@ -64,6 +64,8 @@ def test_spool_disk_full_503_retry_after_then_ready_again(start_ingest_server, t
         assert ready.status_code == 503 and "spool cannot be written" in ready.json()["reason"]
         assert server.store.stats().unwritable is not None
 
+        segments = sorted((disk / "spool").glob("*.seg"))
+        assert all(p.read_bytes()[:8] == b"SLSPOOL1" for p in segments)  # no empty segment per failed try
         filler.unlink()
         assert _until(lambda: httpx.get(server.http_url + "/readyz").status_code == 200)
         body, trace = _body()
