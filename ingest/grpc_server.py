@@ -23,7 +23,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.auth import KeyRing, authorize, presented_key
 from ingest.config import Settings
 from ingest.errors import IngestError, Internal, Overloaded, PortInUse
+from ingest.memory_bound import decoded_estimate
 from ingest.metrics import IngestMetrics
+from ingest.otlp.budget import InflightBudget, Reservation
 from ingest.otlp.decode import parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
 from ingest.otlp.validate import ValidationResult, validate_request
@@ -41,10 +43,14 @@ class TraceServiceHandler:
     undecodable message is INVALID_ARGUMENT (like HTTP's 400) rather than gRPC's generic INTERNAL
     "Exception deserializing request". Project and permission come from the call's metadata key."""
 
-    def __init__(self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing) -> None:
+    def __init__(
+        self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, budget: InflightBudget | None = None
+    ) -> None:
         self.store = store
         self.metrics = metrics
         self.keyring = keyring
+        # the HTTP receiver's in-flight budget, shared: decoded requests count once, whatever the transport
+        self.budget = budget
 
     def generic_handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -75,8 +81,17 @@ class TraceServiceHandler:
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
         principal = self.keyring.authenticate(presented_key(metadata.get("authorization"), metadata.get("x-api-key")))
         authorize(principal, "ingest")
-        result = await asyncio.to_thread(_decode_and_validate, body)
-        return await export_validated(result, principal.project, self.store, self.metrics)
+        if self.budget is None:
+            result = await asyncio.to_thread(_decode_and_validate, body)
+            return await export_validated(result, principal.project, self.store, self.metrics)
+        reservation = Reservation(self.budget)
+        try:
+            # gRPC has received the message already; what decoding it will hold is reserved first
+            reservation.take(len(body) + decoded_estimate(len(body)))
+            result = await asyncio.to_thread(_decode_and_validate, body)
+            return await export_validated(result, principal.project, self.store, self.metrics)
+        finally:
+            reservation.release()
 
 
 def _decode_and_validate(body: bytes) -> ValidationResult:
@@ -103,7 +118,8 @@ def grpc_address(host: str, port: int) -> str:
 
 
 async def start_grpc_server(
-    settings: Settings, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, port: int
+    settings: Settings, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, port: int,
+    budget: InflightBudget | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Bind and start the gRPC receiver on `port` (0 = any free port); returns it and the bound port."""
     server = grpc.aio.server(
@@ -113,7 +129,7 @@ async def start_grpc_server(
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ]
     )
-    server.add_generic_rpc_handlers((TraceServiceHandler(store, metrics, keyring).generic_handler(),))
+    server.add_generic_rpc_handlers((TraceServiceHandler(store, metrics, keyring, budget).generic_handler(),))
     address = grpc_address(settings.host, port)
     try:
         bound = server.add_insecure_port(address)

@@ -273,7 +273,7 @@ class ServerStack:
             if self.settings.grpc_port:
                 port = 0 if self._ephemeral else self.settings.grpc_port
                 grpc_server, self.grpc_port = await start_grpc_server(
-                    self.settings, self.store, self.metrics, self.keyring, port
+                    self.settings, self.store, self.metrics, self.keyring, port, budget=self.app.state.budget
                 )
             http_task = asyncio.create_task(self._uvicorn.serve(sockets=[self.http_socket]))
             while not self._uvicorn.started and not http_task.done():
