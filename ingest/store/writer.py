@@ -63,6 +63,8 @@ UPKEEP_IDLE_S = 0.1
 # Backoff between retries of an environmental failure and between reopen attempts.
 RETRY_MIN_S = 0.1
 RETRY_MAX_S = 5.0
+# Attempts of a multi-record batch that runs out of memory before it is loaded record by record.
+BATCH_OOM_ATTEMPTS = 3
 
 Reopener = Callable[[duckdb.DuckDBPyConnection], duckdb.DuckDBPyConnection]
 
@@ -409,7 +411,8 @@ class Writer:
         tables = [t for _, t in parts if t is not None and t.num_rows]
         table = pa.concat_tables(tables, promote_options="permissive") if tables else None
         try:
-            result = self._load_retrying(table, batch[-1].end, now)
+            # a batch that keeps running out of memory may fit record by record: a few tries, then smaller
+            result = self._load_retrying(table, batch[-1].end, now, give_up_after=BATCH_OOM_ATTEMPTS if len(batch) > 1 else None)
         except Exception as exc:
             kind = classify(exc)
             if kind is Failure.FATAL:
@@ -417,7 +420,10 @@ class Writer:
             elif kind is Failure.POISON:
                 log.warning("batch of %d records rejected by DuckDB (%s); loading them one by one", len(batch), exc)
                 self._load_one_by_one(parts, now, started)
-            # TRANSIENT/REOPEN here: closing while the database keeps failing; the spool keeps the records
+            elif not self._closing and _out_of_memory(exc):
+                log.warning("batch of %d records keeps running out of memory; loading them one by one", len(batch))
+                self._load_one_by_one(parts, now, started)
+            # otherwise TRANSIENT/REOPEN while closing: the spool keeps the records
             return
         self._finish(batch, result, started)
 
@@ -443,15 +449,21 @@ class Writer:
                 result = LoadResult(received=0, inserted=0)
             self._finish([item], result, started)
 
-    def _load_retrying(self, table: pa.Table | None, end: Position, now: datetime) -> LoadResult:
-        return self._retrying("DuckDB load", lambda: load_batch(self._conn, table, end, now))
+    def _load_retrying(
+        self, table: pa.Table | None, end: Position, now: datetime, give_up_after: int | None = None
+    ) -> LoadResult:
+        return self._retrying("DuckDB load", lambda: load_batch(self._conn, table, end, now), give_up_after)
 
-    def _retrying(self, what: str, fn: Callable[[], Any]) -> Any:
+    def _retrying(self, what: str, fn: Callable[[], Any], give_up_after: int | None = None) -> Any:
         """`fn()`, retried with backoff while it fails for an environmental reason (until it works, or
-        a few attempts once closing); an invalidated database is reopened between attempts."""
+        a few attempts once closing, or `give_up_after` attempts of running out of memory); an
+        invalidated database is reopened between attempts."""
 
         def stop(state: RetryCallState) -> bool:
-            return self._closing and state.attempt_number >= 3
+            if self._closing and state.attempt_number >= 3:
+                return True
+            exc = state.outcome.exception() if state.outcome is not None else None
+            return give_up_after is not None and state.attempt_number >= give_up_after and _out_of_memory(exc)
 
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
@@ -721,6 +733,10 @@ class Writer:
         deleted, self._retention_deleted = self._retention_deleted, 0
         for fut in waiters:
             fut.set_result(deleted)
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    return isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)) or "out of memory" in str(exc).lower()
 
 
 def count_spans(request: ExportTraceServiceRequest) -> int:
