@@ -68,6 +68,9 @@ async def test_poison_trace_set_aside_project_a_analytics_keep_updating(open_sto
         await store.submit("A", request([a3, *a3_kids]))
         assert store.wait_loaded(20)
     assert _tool_calls(store, "A") == {a1.trace_id, a2.trace_id, a3.trace_id}
+    with store.read() as cur:  # cost by model too
+        costed = {r[0] for r in cur.execute("SELECT DISTINCT trace_id FROM run_models WHERE project = 'A'").fetchall()}
+    assert costed == {a1.trace_id, a2.trace_id, a3.trace_id}
     assert cpu < 1.0, f"{cpu:.2f} s of CPU in 3 s idle"
     lines = [r for r in caplog.records if bad.trace_id in r.getMessage()]
     assert 1 <= len(lines) <= 2, [r.getMessage() for r in lines]
