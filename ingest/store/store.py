@@ -226,6 +226,7 @@ class SpanStore:
             except duckdb.Error as exc:
                 log.warning("closing the invalidated database connection failed: %s", exc)
         conn = open_database(self.settings.db, self.settings)
+        self._conn = conn  # what stop() checkpoints and closes
         with self._read_lock:
             self._read_parent = database.cursor(conn)
         return conn

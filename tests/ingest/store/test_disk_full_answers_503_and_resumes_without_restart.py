@@ -130,3 +130,8 @@ def test_checkpoint_disk_full_invalidates_then_reopens_by_itself(open_store, tmp
         assert store.wait_loaded(20)
         assert _stored(store) == {first.trace_id: 4, root.trace_id: 7, later.trace_id: 4}
         assert store.stats().writer_error is None and store.stats().records_dead_lettered == 0
+        store.stop()  # checkpoints and closes the reopened database
+
+        store = open_store(db=disk / "steplens.duckdb", spool_dir=tmp_path / "spool")
+        assert store.stats().replayed_records == 0  # everything was loaded and the mark moved
+        assert _stored(store) == {first.trace_id: 4, root.trace_id: 7, later.trace_id: 4}
