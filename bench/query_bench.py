@@ -15,7 +15,10 @@ functions from ingest/queries and ingest/api, on a cursor of one connection), th
   cost by model run_models grouped by model, last 7 days
   trace fetch   one run's row and all its spans (a different trace each repetition)
 
-Targets: each aggregate under 200 ms, trace fetch under 25 ms. Results go to stdout; record them
+then starts a real server on the store and times 50 sequential `/healthz` and `/api/runs?limit=50`
+calls on one kept-alive connection, against a new connection per call (bench/_api_calls.py).
+
+Targets: each aggregate under 200 ms, trace fetch under 25 ms, kept-alive small calls p50 under 10 ms. Results go to stdout; record them
 in docs/benchmarks.md with the command and the scale.
 """
 
@@ -34,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+from bench._api_calls import report as api_calls_report  # noqa: E402
 from bench._query_data import load_templates, replicate  # noqa: E402
 from ingest.api.cost import cost_report  # noqa: E402
 from ingest.api.overview import _align, choose_bucket  # noqa: E402
@@ -148,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             upgrade(path)
         code = run(path, args.repeat)
+        code = 1 if api_calls_report(path) else code
         if args.keep and args.db is None:
             kept = Path(tempfile.gettempdir()) / "steplens-query-bench.duckdb"
             path.replace(kept)

@@ -47,6 +47,25 @@ class RunsPage(_Model):
     next: str | None = None
 
 
+class LogEntry(_Model):
+    """An OTLP log record keyed to a span (a GenAI event: messages, inference details, evaluation)."""
+
+    span_id: str | None = None
+    time: datetime | None = None
+    event_name: str | None = None
+    severity_text: str | None = None
+    body: Any = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class Evaluation(_Model):
+    span_id: str | None = None
+    name: str | None = None
+    score_value: float | None = None
+    score_label: str | None = None
+    explanation: str | None = None
+
+
 class Span(_Model):
     span_id: str
     parent_span_id: str | None = None
@@ -70,6 +89,7 @@ class Span(_Model):
     depth: int = 0
     children: list[str] = Field(default_factory=list)
     step_index: int | None = None
+    logs: list[LogEntry] = Field(default_factory=list)
 
     @property
     def is_error(self) -> bool:
@@ -80,6 +100,8 @@ class Trace(_Model):
     trace_id: str
     run: Run
     spans: list[Span] = Field(default_factory=list)
+    logs: list[LogEntry] = Field(default_factory=list)
+    evaluations: list[Evaluation] = Field(default_factory=list)
 
 
 class StopReasonCount(_Model):

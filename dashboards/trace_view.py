@@ -4,7 +4,12 @@ thought, action, tool call, observation, LLM calls and budget check.
 Why a pure module: the Trace page, the terminal tree and the tests all need the same reading of
 the span contract (design.md §2), and getting it right (truncation marks, errors, budgets) must
 be testable without Streamlit. Spans from foreign clients have no step spans; they still get
-`errors` and the raw span list, just no step list.
+`errors`, their LLM calls (`llm_calls`) and the raw span list, just no step list.
+
+Message content comes from the span's attributes (`gen_ai.input.messages` / `.output.messages`)
+or, for clients that log content instead, from the OTLP log records the query API lists with the
+span: the attributes of a `gen_ai.client.inference.operation.details` event, or one message per
+`gen_ai.*.message` event and one choice per `gen_ai.choice` event.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboards.models import Run, Span, Trace
+from dashboards.models import Evaluation, Run, Span, Trace
 from tracer import conventions as c
 
 # The marks the kernel (kernel/truncation.py) and the tracer's content cap (tracer/content.py) put
@@ -85,6 +90,7 @@ class LLMCall:
     input_messages: str | None = None
     output_messages: str | None = None
     error: str | None = None
+    messages_from_logs: bool = False  # the content came from the span's log records, not its attributes
 
 
 @dataclass
@@ -154,6 +160,8 @@ class TraceView:
     task: str | None = None
     answer: str | None = None
     limits: dict[str, Any] = field(default_factory=dict)
+    llm_calls: list[LLMCall] = field(default_factory=list)  # every LLM span, in trace order
+    evaluations: list[Evaluation] = field(default_factory=list)
 
 
 def _error_text(span: Span) -> str | None:
@@ -183,8 +191,36 @@ def _is_step(span: Span) -> bool:
     return span.operation == c.OperationClass.STEP or c.STEP_INDEX in span.attributes
 
 
+def logged_messages(span: Span) -> tuple[Any, Any]:
+    """(input messages, output messages) the client logged for this span; None for each it did not.
+
+    The one-event-per-call form (`gen_ai.client.inference.operation.details`) wins over the
+    one-event-per-message form when a client sent both.
+    """
+    details_in: Any = None
+    details_out: Any = None
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    for entry in span.logs:
+        name = entry.event_name
+        if name == c.GEN_AI_EVENT_INFERENCE_DETAILS:
+            details_in = entry.attributes.get(c.GEN_AI_INPUT_MESSAGES, details_in)
+            details_out = entry.attributes.get(c.GEN_AI_OUTPUT_MESSAGES, details_out)
+        elif name in c.GEN_AI_INPUT_MESSAGE_EVENTS:
+            body = entry.body if isinstance(entry.body, dict) else {"content": entry.body}
+            inputs.append({"role": c.GEN_AI_INPUT_MESSAGE_EVENTS[name], **body})
+        elif name == c.GEN_AI_EVENT_CHOICE:
+            outputs.append(entry.body)
+    return (
+        details_in if details_in is not None else (inputs or None),
+        details_out if details_out is not None else (outputs or None),
+    )
+
+
 def _llm_call(span: Span) -> LLMCall:
     a = span.attributes
+    on_span_in, on_span_out = a.get(c.GEN_AI_INPUT_MESSAGES), a.get(c.GEN_AI_OUTPUT_MESSAGES)
+    logged_in, logged_out = logged_messages(span) if span.logs else (None, None)
     return LLMCall(
         span_id=span.span_id,
         name=span.name,
@@ -198,9 +234,11 @@ def _llm_call(span: Span) -> LLMCall:
         fallback_from=a.get(c.LLM_FALLBACK_FROM),
         finish_reasons=a.get(c.GEN_AI_RESPONSE_FINISH_REASONS),
         estimated=truthy(a.get(c.USAGE_ESTIMATED)),
-        input_messages=pretty_json(a.get(c.GEN_AI_INPUT_MESSAGES)),
-        output_messages=pretty_json(a.get(c.GEN_AI_OUTPUT_MESSAGES)),
+        input_messages=pretty_json(on_span_in if on_span_in is not None else logged_in),
+        output_messages=pretty_json(on_span_out if on_span_out is not None else logged_out),
         error=_error_text(span),
+        messages_from_logs=(on_span_in is None and logged_in is not None)
+        or (on_span_out is None and logged_out is not None),
     )
 
 
@@ -319,4 +357,6 @@ def build_trace_view(trace: Trace) -> TraceView:
         task=as_text(ra.get(c.RUN_TASK)),
         answer=as_text(ra.get(c.RUN_ANSWER)),
         limits=limits,
+        llm_calls=[_llm_call(s) for s in trace.spans if s.operation == c.OperationClass.LLM],
+        evaluations=list(trace.evaluations),
     )

@@ -10,6 +10,8 @@ project A must not be able to write spans into project B by setting a resource a
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import ipaddress
@@ -26,14 +28,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ingest.config import Settings
 from ingest.errors import ConfigError, Forbidden, IngestError, Unauthenticated
 
-ALL_SCOPES: frozenset[str] = frozenset({"ingest", "read", "admin"})
+ALL_SCOPES: frozenset[str] = frozenset({"ingest", "read", "admin", "operator"})
+# What each scope grants besides itself. `admin` acts within its key's project only (decide approvals,
+# evaluate that project's alert rules); `operator` is the one explicit cross-project scope (every
+# project's data, server-wide /metrics). A key never gains another project through any other scope.
+IMPLIED_SCOPES: dict[str, frozenset[str]] = {
+    "admin": frozenset({"ingest", "read"}),
+    "operator": frozenset({"ingest", "read", "admin"}),
+}
 OPEN_PATHS: frozenset[str] = frozenset({"/healthz"})
 
 
 @dataclass(frozen=True)
 class Principal:
     """The authenticated caller. `projects` is None when the caller may see every project
-    (an admin key, or a server without keys, where the local user owns all the data)."""
+    (an operator key, or a server without keys, where the local user owns all the data)."""
 
     project: str
     scopes: frozenset[str]
@@ -83,7 +92,7 @@ class KeyRing:
             if not api_key.project:
                 raise ConfigError(f"{label}: project must not be empty")
             principal = Principal(
-                api_key.project, frozenset(api_key.scopes), label, all_projects="admin" in api_key.scopes
+                api_key.project, frozenset(api_key.scopes), label, all_projects="operator" in api_key.scopes
             )
             entries.append(_Entry(_digest(secret.strip()), principal))
         return cls(entries, settings.default_project)
@@ -97,7 +106,10 @@ class KeyRing:
         if not self._entries:
             return self._anonymous
         if not presented:
-            raise Unauthenticated("missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'")
+            raise Unauthenticated(
+                "missing API key: send 'Authorization: Bearer <key>', 'x-api-key: <key>' or Basic credentials "
+                "with the key as password"
+            )
         digest = _digest(presented.strip())
         found: Principal | None = None
         for entry in self._entries:  # no early exit: time does not depend on which key matched
@@ -108,22 +120,47 @@ class KeyRing:
         return found
 
 
+def has_scope(principal: Principal, scope: str) -> bool:
+    """Whether the key holds `scope` itself or a scope implying it (IMPLIED_SCOPES)."""
+    return scope in principal.scopes or any(scope in IMPLIED_SCOPES.get(held, ()) for held in principal.scopes)
+
+
 def authorize(principal: Principal, scope: str) -> Principal:
-    """`admin` implies every other scope."""
-    if scope not in principal.scopes and "admin" not in principal.scopes:
+    """The principal when it holds `scope` (directly or implied), else Forbidden."""
+    if not has_scope(principal, scope):
         raise Forbidden(f"this API key lacks the {scope!r} scope")
     return principal
 
 
 def presented_key(authorization: str | None, x_api_key: str | None) -> str | None:
-    """The key from `Authorization: Bearer <key>` (scheme case-insensitive) or else `x-api-key`."""
+    """The key from `Authorization: Bearer <key>` (scheme case-insensitive), or the password of
+    `Authorization: Basic <base64 user:key>`, or else `x-api-key`.
+
+    Why Basic: the Langfuse SDK can only send `public_key:secret_key` as HTTP Basic credentials,
+    so its secret key slot carries a steplens ingest key; the user part (the public key) is ignored.
+    """
     if authorization:
         scheme, _, value = authorization.strip().partition(" ")
-        if scheme.lower() == "bearer" and value.strip():
+        scheme = scheme.lower()
+        if scheme == "bearer" and value.strip():
             return value.strip()
+        if scheme == "basic" and value.strip():
+            password = _basic_password(value.strip())
+            if password:
+                return password
     if x_api_key and x_api_key.strip():
         return x_api_key.strip()
     return None
+
+
+def _basic_password(token: str) -> str | None:
+    """The password of Basic credentials; None when they are not valid base64 `user:password`."""
+    try:
+        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    _, sep, password = decoded.partition(":")
+    return (password.strip() or None) if sep else None
 
 
 def is_loopback(host: str) -> bool:

@@ -22,7 +22,7 @@ from pydantic_settings import (
 
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
 
-Scope = Literal["ingest", "read", "admin"]
+Scope = Literal["ingest", "read", "admin", "operator"]
 DUCKDB_VECTOR_SIZE = 2048
 
 MIB = 1024 * 1024
@@ -35,7 +35,12 @@ class ApiKey(BaseModel):
     key: str = Field(description="The secret (prefer `key_env` to keep it out of files).", default="")
     key_env: str | None = Field(default=None, description="Name of an environment variable holding the key.")
     project: str = Field(description="Project every span sent with this key belongs to.")
-    scopes: list[Scope] = Field(default_factory=lambda: ["ingest", "read"])
+    scopes: list[Scope] = Field(
+        default_factory=lambda: ["ingest", "read"],
+        description="ingest (send spans, register approvals), read (query the key's project), admin (also decide "
+        "the project's approvals and evaluate its alert rules), operator (every project and /metrics; give it only "
+        "to the people who run the server).",
+    )
 
 
 class Settings(BaseSettings):

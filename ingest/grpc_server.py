@@ -1,4 +1,5 @@
-"""OTLP/gRPC `TraceService/Export`: the same decode -> validate -> store path as HTTP.
+"""OTLP/gRPC `TraceService/Export` and `LogsService/Export`: the same decode -> validate -> store
+path as HTTP.
 
 Why grpc.aio in the HTTP server's event loop: `store.submit` is a coroutine that resolves when the
 store's writer thread commits; running both transports in one loop means one submission path and
@@ -16,8 +17,10 @@ import logging
 import grpc
 from google.protobuf.any_pb2 import Any as AnyProto
 from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import Message
 from google.rpc.error_details_pb2 import RetryInfo
 from google.rpc.status_pb2 import Status
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.auth import KeyRing, authorize, presented_key
@@ -28,6 +31,7 @@ from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import InflightBudget, Reservation
 from ingest.otlp.decode import parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.logs import export_logs, parse_logs_protobuf, validate_logs
 from ingest.otlp.validate import ValidationResult, validate_request
 
 log = logging.getLogger(__name__)
@@ -36,12 +40,16 @@ TRANSPORT = "grpc"
 
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 
 class TraceServiceHandler:
     """`TraceService/Export`. It takes the raw request bytes and decodes them itself, so that an
     undecodable message is INVALID_ARGUMENT (like HTTP's 400) rather than gRPC's generic INTERNAL
     "Exception deserializing request". Project and permission come from the call's metadata key."""
+
+    service = SERVICE
+    response_type: type[Message] = ExportTraceServiceResponse
 
     def __init__(
         self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, budget: InflightBudget | None = None
@@ -56,12 +64,16 @@ class TraceServiceHandler:
         export = grpc.unary_unary_rpc_method_handler(
             self.export,
             request_deserializer=None,  # raw bytes
-            response_serializer=ExportTraceServiceResponse.SerializeToString,
+            response_serializer=self.response_type.SerializeToString,
         )
-        return grpc.method_handlers_generic_handler(SERVICE, {"Export": export})
+        return grpc.method_handlers_generic_handler(self.service, {"Export": export})
 
-    async def export(self, body: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
+    async def export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
+        reservation = Reservation(self.budget) if self.budget is not None else None
         try:
+            if reservation is not None:
+                # gRPC has received the message already; what decoding it will hold is reserved first
+                reservation.take(len(body) + decoded_estimate(len(body)))
             response = await self._export(body, context)
         except IngestError as exc:
             error = exc
@@ -71,27 +83,40 @@ class TraceServiceHandler:
         else:
             self.metrics.requests.labels(transport=TRANSPORT, code=grpc.StatusCode.OK.name).inc()
             return response
+        finally:
+            if reservation is not None:
+                reservation.release()
         code = error.mapping.grpc_code
         self.metrics.requests.labels(transport=TRANSPORT, code=code.name).inc()
         log.info("OTLP/gRPC export answered %s (%s): %s", code.name, error.reason, error.message)
         await context.abort(code, error.message, trailing_metadata=_error_metadata(error))
         raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
 
-    async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> ExportTraceServiceResponse:
+    def _project(self, context: grpc.aio.ServicerContext) -> str:
+        """The calling key's project, once it is known to hold the ingest scope."""
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
         principal = self.keyring.authenticate(presented_key(metadata.get("authorization"), metadata.get("x-api-key")))
         authorize(principal, "ingest")
-        if self.budget is None:
-            result = await asyncio.to_thread(_decode_and_validate, body)
-            return await export_validated(result, principal.project, self.store, self.metrics)
-        reservation = Reservation(self.budget)
-        try:
-            # gRPC has received the message already; what decoding it will hold is reserved first
-            reservation.take(len(body) + decoded_estimate(len(body)))
-            result = await asyncio.to_thread(_decode_and_validate, body)
-            return await export_validated(result, principal.project, self.store, self.metrics)
-        finally:
-            reservation.release()
+        return principal.project
+
+    async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
+        project = self._project(context)
+        result = await asyncio.to_thread(_decode_and_validate, body)
+        return await export_validated(result, project, self.store, self.metrics)
+
+
+class LogsServiceHandler(TraceServiceHandler):
+    """`LogsService/Export`: the trace handler's auth, errors and metrics, logs' decode and store."""
+
+    service = LOGS_SERVICE
+    response_type = ExportLogsServiceResponse
+
+    async def _export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
+        project = self._project(context)
+        result = await asyncio.to_thread(lambda: validate_logs(parse_logs_protobuf(body)))
+        if not result.rejections:
+            result.payload = body
+        return await export_logs(result, project, self.store, self.metrics)  # type: ignore[arg-type]
 
 
 def _decode_and_validate(body: bytes) -> ValidationResult:
@@ -129,7 +154,12 @@ async def start_grpc_server(
             ("grpc.max_send_message_length", 4 * 1024 * 1024),
         ]
     )
-    server.add_generic_rpc_handlers((TraceServiceHandler(store, metrics, keyring, budget).generic_handler(),))
+    server.add_generic_rpc_handlers(
+        (
+            TraceServiceHandler(store, metrics, keyring, budget).generic_handler(),
+            LogsServiceHandler(store, metrics, keyring, budget).generic_handler(),
+        )
+    )
     address = grpc_address(settings.host, port)
     try:
         bound = server.add_insecure_port(address)

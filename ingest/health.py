@@ -36,7 +36,7 @@ def health_router(store: SpanSink, metrics: IngestMetrics) -> APIRouter:
             return JSONResponse({"status": "ready"})
         return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
 
-    @router.get("/metrics", dependencies=[Depends(require_scope("read"))])
+    @router.get("/metrics", dependencies=[Depends(require_scope("operator"))])
     async def prometheus_metrics() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 

@@ -81,3 +81,12 @@ class IngestMetrics:
         self.checkpoint_seconds = Histogram(
             "steplens_checkpoint_seconds", "Latency of one DuckDB checkpoint run by the writer.", registry=r
         )
+        # OTLP logs (POST /v1/logs, LogsService/Export): the same meanings as the span counters.
+        self.logs_received = Counter("steplens_logs_received", "Log records received in export requests.", registry=r)
+        self.logs_stored = Counter("steplens_logs_stored", "Log records committed to DuckDB.", registry=r)
+        self.logs_rejected = Counter(
+            "steplens_logs_rejected", "Log records rejected, by reason.", ["reason"], registry=r
+        )
+        self.logs_deduplicated = Counter(
+            "steplens_logs_deduplicated", "Log records dropped as duplicates of stored ones.", registry=r
+        )

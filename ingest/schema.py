@@ -492,6 +492,48 @@ CREATE TABLE IF NOT EXISTS upkeep_pending (
 )
 """
 
+# Span facts of more client conventions (ingest/normalize/span.py, design.md §3): the agent's id,
+# reasoning and cache-write tokens of model calls (priced at their own rates), time to the first
+# streamed chunk and whether the call streamed. `cost_source` gains the value 'client' (a cost the
+# foreign client reported) beside 'span' (steplens.cost.usd) and 'price_table'.
+CONVENTION_SPAN_COLUMNS = [
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS agent_id VARCHAR",  # gen_ai.agent.id
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS reasoning_tokens BIGINT",  # subset of output_tokens
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS cache_creation_tokens BIGINT",  # subset of input_tokens
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS time_to_first_chunk_ms DOUBLE",  # LLM calls only
+    "ALTER TABLE spans ADD COLUMN IF NOT EXISTS stream BOOLEAN",  # gen_ai.request.stream
+]
+
+# OTLP log records (POST /v1/logs, LogsService/Export), loaded by ingest/store/logs_load.py. Keyed to
+# their span by (project, trace_id, span_id), joined at read time so arrival order never matters.
+# GenAI events (messages, inference details) and `gen_ai.evaluation.result` scores live here; the
+# evaluation's name/score/explanation are promoted. `record_key` (a digest of resource, scope and
+# record) is the dedup key of a retried export, by anti-join like spans.
+LOG_RECORDS_DDL = """
+CREATE TABLE IF NOT EXISTS log_records (
+    project          VARCHAR   NOT NULL,
+    trace_id         VARCHAR,              -- 32 lowercase hex chars; NULL without trace context
+    trace_key        BIGINT,               -- trace_key_sql(trace_id): the cheap first filter of a lookup
+    span_id          VARCHAR,              -- 16 lowercase hex chars; NULL without span context
+    time             TIMESTAMP NOT NULL,   -- the record's time, else observed time, else ingest time
+    observed_time    TIMESTAMP,
+    event_name       VARCHAR,              -- LogRecord.event_name, else the event.name attribute
+    severity_number  INTEGER,
+    severity_text    VARCHAR,
+    body             JSON,                 -- the AnyValue body as JSON
+    attributes       JSON,
+    resource         JSON,
+    service          VARCHAR,
+    scope            VARCHAR,
+    eval_name        VARCHAR,              -- gen_ai.evaluation.result: gen_ai.evaluation.name
+    eval_score_value DOUBLE,               -- gen_ai.evaluation.score.value
+    eval_score_label VARCHAR,              -- gen_ai.evaluation.score.label
+    eval_explanation VARCHAR,              -- gen_ai.evaluation.explanation
+    record_key       VARCHAR   NOT NULL,
+    ingested_at      TIMESTAMP NOT NULL
+)
+"""
+
 # Traces whose analytics upkeep fails on their own (ingest/store/upkeep.py isolates them): skipped by
 # every pass, retried alone with backoff from `next_at`, so one bad trace never blocks the others'
 # analytics. Kept in DuckDB so the backoff and the count survive a restart.
@@ -517,6 +559,8 @@ MIGRATIONS: list[list[str]] = [
     ANALYTICS_RUN_FACTS,  # version 7: run filter facts on the analytics tables
     [TOOL_ROLLUP_DDL, TOOL_ROLLUP_BACKFILL, TRACE_INDEX_DDL, TRACE_INDEX_BACKFILL],  # version 8: rollup, trace index
     [UPKEEP_PENDING_DDL],  # version 9: analytics upkeep out of the load transaction
+    CONVENTION_SPAN_COLUMNS,  # span facts of more client conventions (reasoning, cache write, TTFC)
+    [LOG_RECORDS_DDL],  # OTLP log records: GenAI events and evaluation results keyed to their spans
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
 ]
 

@@ -43,6 +43,7 @@ from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import InflightBudget, Reservation
 from ingest.otlp.decode import BodyFormat, body_format, decompress, parse_json, parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
+from ingest.otlp.logs import decode_and_validate_logs, export_logs
 from ingest.otlp.respond import encode, error_status
 from ingest.otlp.validate import ValidationResult, validate_request
 
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 # `/v1/traces` is the OTLP default; the others are what some SDKs append to their base URL
 # (Langfuse: `<host>/api/public/otel`).
 OTLP_TRACES_PATHS: tuple[str, ...] = ("/v1/traces", "/api/public/otel/v1/traces")
+OTLP_LOGS_PATHS: tuple[str, ...] = ("/v1/logs",)
 _SUPPORTED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "identity"})
 
 
@@ -87,7 +89,7 @@ def create_app(
             headers["Retry-After"] = str(exc.retry_after)
         if isinstance(exc, Unauthenticated):
             headers["WWW-Authenticate"] = 'Bearer realm="steplens"'
-        if request.url.path not in OTLP_TRACES_PATHS:
+        if request.url.path not in OTLP_TRACES_PATHS and request.url.path not in OTLP_LOGS_PATHS:
             return JSONResponse({"error": {"reason": exc.reason, "message": exc.message}}, status, headers)
         metrics.requests.labels(transport="http", code=str(status)).inc()
         log.info("OTLP/HTTP export answered %d (%s): %s", status, exc.reason, exc.message)
@@ -136,6 +138,29 @@ def create_app(
 
     for path in OTLP_TRACES_PATHS:
         app.add_api_route(path, export_traces, methods=["POST"], include_in_schema=path == "/v1/traces")
+
+    async def export_log_records(
+        request: Request, principal: Principal = Depends(require_scope("ingest"))
+    ) -> Response:
+        """OTLP logs: the traces' limits, codings, auth and answers (ingest/otlp/logs.py)."""
+        fmt = body_format(request.headers.get("content-type"))
+        encoding = request.headers.get("content-encoding")
+        _check_codings(encoding)
+        reservation = Reservation(budget)
+        try:
+            raw = await _read_body(request, settings.max_body_bytes, reservation)
+            result = await asyncio.to_thread(
+                decode_and_validate_logs, raw, fmt, encoding, settings.max_body_bytes, reservation
+            )
+            del raw
+            response = await export_logs(result, principal.project, store, metrics)  # type: ignore[arg-type]
+        finally:
+            reservation.release()
+        metrics.requests.labels(transport="http", code="200").inc()
+        return Response(encode(response, fmt), media_type=fmt.value)
+
+    for path in OTLP_LOGS_PATHS:
+        app.add_api_route(path, export_log_records, methods=["POST"])
     app.include_router(health_router(store, metrics))
     for prefix, router in routers:
         app.include_router(router, prefix=prefix)
@@ -197,7 +222,10 @@ def bind_tcp(host: str, port: int) -> socket.socket:
         family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except socket.gaierror as exc:
         raise ConfigError(f"cannot resolve host {host!r}: {exc.strerror}; pass --host 127.0.0.1") from None
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the socket's
+    # `proto` says TCP, and a socket made with proto 0 says 0. Without it every small response on a
+    # kept-alive connection waited ~40 ms for Nagle + the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)

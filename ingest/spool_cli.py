@@ -16,12 +16,14 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from rich.console import Console
 from rich.markup import escape
 
 from ingest.config import Settings, load_settings
 from ingest.store import deadletter
+from ingest.store.spool import RecordKind
 
 EXIT_OK = 0
 EXIT_STILL_DEAD = 1
@@ -55,7 +57,7 @@ def list_command(config: Path | None = None, db: Path | None = None) -> int:
     # one line per record, never wrapped: greppable, and the error is shown whole
     for d in dead:
         spans = "?" if d.spans is None else str(d.spans)
-        print(f"{d.stem}\tproject={d.project}\tspans={spans}\tset_aside={d.dead_at or '?'}\t{d.error}")
+        print(f"{d.stem}\t{d.kind}\tproject={d.project}\tspans={spans}\tset_aside={d.dead_at or '?'}\t{d.error}")
     out.print(
         f"{len(dead)} dead record(s) in {deadletter.dead_dir(settings.spool_path)}. Fix the cause above, stop the "
         "server, then run `steplens spool replay` with the same --config/--db.",
@@ -78,14 +80,20 @@ def replay(settings: Settings, log: Console) -> ReplayReport:
         directory = deadletter.dead_dir(settings.spool_path)
         for d in dead:
             try:
-                project, payload = deadletter.read_record(directory / f"{d.stem}.rec")
-                request = ExportTraceServiceRequest.FromString(payload)
+                kind, project, payload = deadletter.read_record(directory / f"{d.stem}.rec")
+                request = (
+                    ExportLogsServiceRequest.FromString(payload) if kind is RecordKind.LOGS
+                    else ExportTraceServiceRequest.FromString(payload)
+                )
             except Exception as exc:  # noqa: BLE001 - reported per record; the files stay where they are
                 log.print(f"{d.stem}: cannot be read ({type(exc).__name__}: {escape(str(exc))}); left in place")
                 report.still_dead += 1
                 continue
             before = store.stats()
-            store.submit_blocking(project, request, timeout=60)
+            if isinstance(request, ExportLogsServiceRequest):
+                store.submit_logs_blocking(project, request, timeout=60)
+            else:
+                store.submit_blocking(project, request, timeout=60)
             if not store.wait_loaded(120):
                 raise RuntimeError(f"record {d.stem} was not loaded within 120 s; see the log above")
             after = store.stats()

@@ -123,6 +123,8 @@ class OperationClass(StrEnum):
     RETRIEVAL = "retrieval"
     EMBEDDING = "embedding"
     OTHER = "other"
+    WORKFLOW = "workflow"  # a run of several agents/steps under one name (invoke_workflow, Traceloop workflow)
+    MEMORY = "memory"  # an agent memory operation (search/create/update/upsert/delete memory)
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,3 +353,95 @@ EXCEPTION_STACKTRACE = "exception.stacktrace"  # attribute of the `exception` ev
 # Read by ingest's analytics (added for per-tool observation size of foreign clients).
 OI_INPUT_VALUE = "input.value"  # OpenInference: a span's input (a tool's arguments)
 OI_OUTPUT_VALUE = "output.value"  # OpenInference: a span's output (a tool's result)
+
+# --------------------------------------------------------------------------------------------
+# Span-level conventions of more foreign clients, read by ingest's normalizer (design.md §3):
+# newer OTel GenAI names, Langfuse SDK, pydantic-ai/Logfire, Google ADK, OpenInference and
+# OpenLLMetry usage details, client-reported costs.
+# --------------------------------------------------------------------------------------------
+
+OP_INVOKE_WORKFLOW = "invoke_workflow"
+# GenAI memory operations (gen_ai.operation.name values of the GenAI semantic conventions).
+OP_MEMORY_NAMES = (
+    "create_memory", "update_memory", "upsert_memory", "search_memory", "delete_memory",
+    "create_memory_store", "delete_memory_store",
+)  # fmt: skip
+GEN_AI_WORKFLOW_NAME = _g.GEN_AI_WORKFLOW_NAME
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = _g.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = _g.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK  # seconds
+GEN_AI_REQUEST_STREAM = _g.GEN_AI_REQUEST_STREAM
+GEN_AI_USAGE_COST = "gen_ai.usage.cost"  # USD the client computed (LiteLLM, OpenRouter-style clients)
+GEN_AI_AGGREGATED_USAGE_INPUT_TOKENS = "gen_ai.aggregated_usage.input_tokens"  # pydantic-ai run totals
+GEN_AI_AGGREGATED_USAGE_OUTPUT_TOKENS = "gen_ai.aggregated_usage.output_tokens"
+
+# OpenInference usage details and client cost.
+OI_TOKEN_CACHE_WRITE = "llm.token_count.prompt_details.cache_write"
+OI_TOKEN_REASONING = "llm.token_count.completion_details.reasoning"
+OI_COST_TOTAL = "llm.cost.total"
+
+# OpenLLMetry (Traceloop) spellings of cache-creation and reasoning tokens.
+TRACELOOP_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation_input_tokens"
+TRACELOOP_USAGE_REASONING_TOKENS = "gen_ai.usage.reasoning_tokens"
+LLM_USAGE_REASONING_TOKENS = "llm.usage.reasoning_tokens"
+
+# pydantic-ai / Logfire: the agent run span names its agent in a bare `agent_name` attribute.
+PYDANTIC_AI_AGENT_NAME = "agent_name"
+
+# Google ADK: the span it makes for several tool calls answered together is not one tool call.
+ADK_MERGED_TOOLS = "(merged tools)"
+
+# OpenInference: an AGENT span's graph node id is its agent's id (CrewAI's role, OpenAI Agents' name).
+OI_GRAPH_NODE_ID = "graph.node.id"
+# smolagents through OpenInference names its agent span `<agent name>.run`.
+OI_SMOLAGENTS_SCOPE = "openinference.instrumentation.smolagents"
+SMOLAGENTS_RUN_SUFFIX = ".run"
+
+# OpenAI Agents through OpenInference: a handoff is a TOOL span named `handoff to <agent>`, no tool.name.
+OI_HANDOFF_PREFIX = "handoff to "
+
+# LlamaIndex through OpenInference marks every method of an LLM object as an LLM span; these
+# helpers build or read a request and never call the model.
+OI_LLM_HELPER_METHODS = frozenset({"get_tool_calls_from_response"})
+
+# Langfuse SDK (v3+, OTel based). Every key starts with LANGFUSE_PREFIX, so one check tells
+# whether a span needs the Langfuse look-ups at all.
+LANGFUSE_PREFIX = "langfuse."
+LANGFUSE_OBSERVATION_TYPE = "langfuse.observation.type"
+LANGFUSE_OBSERVATION_LEVEL = "langfuse.observation.level"
+LANGFUSE_OBSERVATION_STATUS_MESSAGE = "langfuse.observation.status_message"
+LANGFUSE_OBSERVATION_MODEL = "langfuse.observation.model.name"
+LANGFUSE_OBSERVATION_USAGE_DETAILS = "langfuse.observation.usage_details"  # JSON object text
+LANGFUSE_OBSERVATION_COST_DETAILS = "langfuse.observation.cost_details"  # JSON object text, USD
+LANGFUSE_OBSERVATION_COMPLETION_START_TIME = "langfuse.observation.completion_start_time"  # JSON ISO time
+LANGFUSE_OBSERVATION_METADATA_PREFIX = "langfuse.observation.metadata."
+LANGFUSE_TRACE_NAME = "langfuse.trace.name"
+LANGFUSE_TRACE_METADATA_PREFIX = "langfuse.trace.metadata."
+LANGFUSE_USER_ID = "langfuse.user.id"
+LANGFUSE_SESSION_ID = "langfuse.session.id"
+LANGFUSE_ENVIRONMENT = "langfuse.environment"
+LANGFUSE_VERSION = "langfuse.version"
+LANGFUSE_RELEASE = "langfuse.release"
+LANGFUSE_LEVEL_ERROR = "ERROR"
+
+# --------------------------------------------------------------------------------------------
+# OTLP log records (events) that ingest stores and attaches to their spans
+# --------------------------------------------------------------------------------------------
+
+EVENT_NAME = "event.name"  # log attribute naming the event (before LogRecord.event_name existed)
+GEN_AI_EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"  # messages as attributes
+GEN_AI_EVENT_SYSTEM_MESSAGE = "gen_ai.system.message"  # body {content}
+GEN_AI_EVENT_USER_MESSAGE = "gen_ai.user.message"  # body {content}
+GEN_AI_EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"  # body {content, tool_calls}
+GEN_AI_EVENT_TOOL_MESSAGE = "gen_ai.tool.message"  # body {content, id}
+GEN_AI_EVENT_CHOICE = "gen_ai.choice"  # body {index, finish_reason, message}
+GEN_AI_INPUT_MESSAGE_EVENTS = {
+    GEN_AI_EVENT_SYSTEM_MESSAGE: "system",
+    GEN_AI_EVENT_USER_MESSAGE: "user",
+    GEN_AI_EVENT_ASSISTANT_MESSAGE: "assistant",
+    GEN_AI_EVENT_TOOL_MESSAGE: "tool",
+}  # event name -> the role its message had
+GEN_AI_EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = _g.GEN_AI_EVALUATION_NAME
+GEN_AI_EVALUATION_SCORE_VALUE = _g.GEN_AI_EVALUATION_SCORE_VALUE
+GEN_AI_EVALUATION_SCORE_LABEL = _g.GEN_AI_EVALUATION_SCORE_LABEL
+GEN_AI_EVALUATION_EXPLANATION = _g.GEN_AI_EVALUATION_EXPLANATION

@@ -48,24 +48,48 @@ class ModelPrice:
     """List price of one model in USD per million tokens.
 
     `cached_input_per_mtok` is None when the provider has no discounted cache-read price; cached
-    tokens are then charged at the input rate.
+    tokens are then charged at the input rate. `cache_write_per_mtok` is the price of prompt tokens
+    written to the provider's cache (Anthropic charges a surcharge for them), None when writes cost
+    the input rate. `reasoning_output_per_mtok` is the price of reasoning ("thinking") output
+    tokens where a provider prices them apart from other output, None when they cost the output rate.
     """
 
     model: str
     input_per_mtok: float
     output_per_mtok: float
     cached_input_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+    reasoning_output_per_mtok: float | None = None
 
-    def cost_usd(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
-        """Cost of one call. Cached tokens are a subset of input tokens (OTel/OpenAI semantics)."""
+    def cost_usd(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+    ) -> float:
+        """Cost of one call (OTel GenAI semantics: cache-read and cache-write tokens are subsets of
+        the input tokens, reasoning tokens a subset of the output tokens; each is clamped to what
+        is left of its total, so inconsistent counts can never make a cost negative)."""
         inp = max(int(input_tokens or 0), 0)
         out = max(int(output_tokens or 0), 0)
         cached = min(max(int(cached_input_tokens or 0), 0), inp)
-        cached_rate = (
-            self.input_per_mtok if self.cached_input_per_mtok is None else self.cached_input_per_mtok
-        )
+        input_rate = self.input_per_mtok
+        output_rate = self.output_per_mtok
+        cached_rate = input_rate if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        if not cache_write_tokens and not reasoning_tokens:  # most calls: no parts at their own rates
+            return ((inp - cached) * input_rate + cached * cached_rate + out * output_rate) / _MTOK
+        written = min(max(int(cache_write_tokens or 0), 0), inp - cached)
+        reasoning = min(max(int(reasoning_tokens or 0), 0), out)
+        write_rate = input_rate if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        reasoning_rate = output_rate if self.reasoning_output_per_mtok is None else self.reasoning_output_per_mtok
         return (
-            (inp - cached) * self.input_per_mtok + cached * cached_rate + out * self.output_per_mtok
+            (inp - cached - written) * input_rate
+            + cached * cached_rate
+            + written * write_rate
+            + (out - reasoning) * output_rate
+            + reasoning * reasoning_rate
         ) / _MTOK
 
 
@@ -147,13 +171,19 @@ class PriceTable:
         return found
 
     def cost_usd(
-        self, model: str, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0
+        self,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
     ) -> float | None:
         """USD cost of one call, or None when the model has no known price."""
         price = self.lookup(model)
         if price is None:
             return None
-        return price.cost_usd(input_tokens, output_tokens, cached_input_tokens)
+        return price.cost_usd(input_tokens, output_tokens, cached_input_tokens, cache_write_tokens, reasoning_tokens)
 
     def models(self) -> list[ModelPrice]:
         """Every priced model once (aliases folded), sorted by id."""
@@ -204,6 +234,8 @@ def _entries(
             input_per_mtok=_rate(entry, "input", here, True),  # type: ignore[arg-type]
             output_per_mtok=_rate(entry, "output", here, True),  # type: ignore[arg-type]
             cached_input_per_mtok=_rate(entry, "cached_input", here, False),
+            cache_write_per_mtok=_rate(entry, "cache_write", here, False),
+            reasoning_output_per_mtok=_rate(entry, "reasoning_output", here, False),
         )
         out[model_id] = price
         aliases = entry.get("aliases", [])
@@ -220,6 +252,15 @@ def default_table() -> PriceTable:
     return PriceTable.load()
 
 
-def cost_usd(model: str, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float | None:
+def cost_usd(
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    cached_input_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    reasoning_tokens: int = 0,
+) -> float | None:
     """Cost of one call by the bundled table; None when the model has no known price."""
-    return default_table().cost_usd(model, input_tokens, output_tokens, cached_input_tokens)
+    return default_table().cost_usd(
+        model, input_tokens, output_tokens, cached_input_tokens, cache_write_tokens, reasoning_tokens
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboards.text import inert
 from dashboards.ui import client, empty_state, example_links, guard
 
 st.title("Alerts")
@@ -31,9 +32,10 @@ with guard():
         for r in alerts.rules:
             for s in r.states:
                 if s.status == "firing":
-                    st.error(f"{r.rule.get('name', '')} · {s.subject}: {s.summary or ''}", icon=":material/warning:")
+                    st.error(f"{inert(r.rule.get('name', ''))} · {inert(s.subject)}: {inert(s.summary)}",
+                             icon=":material/warning:")
             if r.last_error:
-                st.warning(f"{r.rule.get('name', '')} could not be evaluated: {r.last_error}")
+                st.warning(f"{inert(r.rule.get('name', ''))} could not be evaluated: {inert(r.last_error)}")
 
     st.subheader("History")
     events = api.alert_events().events
@@ -42,6 +44,6 @@ with guard():
     for e in events:
         with st.container(border=True):
             when = "" if e.time is None else f"{e.time:%Y-%m-%d %H:%M:%S}"
-            st.markdown(f"**{e.kind}** · {e.rule} · {e.subject} · {e.severity} · {when}")
-            st.caption(e.summary)
+            st.markdown(f"**{inert(e.kind)}** · {inert(e.rule)} · {inert(e.subject)} · {inert(e.severity)} · {when}")
+            st.caption(inert(e.summary))
             example_links(e.evidence, label="evidence")

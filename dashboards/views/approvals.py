@@ -15,6 +15,7 @@ import streamlit as st
 
 from dashboards.approvals_models import Approval
 from dashboards.client import AccessDenied, ApiError
+from dashboards.text import inert
 from dashboards.ui import client, empty_state, guard, param, set_param, trace_link
 
 STATUSES = ("pending", "approved", "rejected", "expired", "all")
@@ -37,25 +38,27 @@ def _decide(approval: Approval, approve: bool, reason: str) -> None:
             f"this dashboard's API key may not decide approvals (scope admin). An admin can run:\n\n"
             f"`{_cli(approval, verb)}`"))
     except ApiError as exc:
-        st.session_state[_FLASH] = ("error", f"{approval.approval_id}: {exc.message}")
+        st.session_state[_FLASH] = ("error", f"{inert(approval.approval_id)}: {inert(exc.message)}")
     else:
-        st.session_state[_FLASH] = ("success", f"{decided.approval_id}: {decided.status} ({decided.tool})")
+        st.session_state[_FLASH] = ("success", f"{inert(decided.approval_id)}: {inert(decided.status)} "
+                                               f"({inert(decided.tool)})")
     st.rerun()
 
 
 def _show(approval: Approval) -> None:
     with st.container(border=True):
-        agent = " ".join(x for x in (approval.agent, approval.agent_version) if x) or "unknown agent"
+        agent = " ".join(inert(x) for x in (approval.agent, approval.agent_version) if x) or "unknown agent"
         when = "" if approval.created_at is None else f"{approval.created_at:%Y-%m-%d %H:%M:%S} UTC"
-        st.markdown(f"**{approval.tool}** · {agent} · risk {approval.risk or '?'} · **{approval.status}** · {when}")
+        st.markdown(f"**{inert(approval.tool)}** · {agent} · risk {inert(approval.risk or '?')} · "
+                    f"**{inert(approval.status)}** · {when}")
         st.code(json.dumps(approval.arguments, ensure_ascii=False, indent=2), language="json")
-        st.caption(f"id {approval.approval_id}" + (f" · the agent waits up to {approval.wait_s:g} s"
+        st.caption(f"id {inert(approval.approval_id)}" + (f" · the agent waits up to {approval.wait_s:g} s"
                                                      if approval.wait_s is not None else ""))
         if approval.trace_id:
-            trace_link(approval.trace_id, f"the run's trace {approval.trace_id[:12]}…")
+            trace_link(approval.trace_id, f"the run's trace {inert(approval.trace_id[:12])}…")
         if approval.status != "pending":
-            who = f" by {approval.decided_by}" if approval.decided_by else ""
-            st.caption(f"{approval.status}{who}" + (f": {approval.reason}" if approval.reason else ""))
+            who = f" by {inert(approval.decided_by)}" if approval.decided_by else ""
+            st.caption(f"{inert(approval.status)}{who}" + (f": {inert(approval.reason)}" if approval.reason else ""))
             return
         reason = st.text_input("Reason (shown to the agent)", key=f"reason_{approval.approval_id}")
         left, right, _ = st.columns([1, 1, 4])

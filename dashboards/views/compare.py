@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboards.text import inert
 from dashboards.trace_view import as_text
 from dashboards.ui import client, guard, param, set_param, trace_link
 
@@ -33,9 +34,9 @@ with guard():
     diff = client().diff(a, b)
     links = st.columns(2)
     with links[0]:
-        trace_link(diff.a.trace_id, f"A: {diff.a.agent or ''} {diff.a.version or ''} · {diff.a.stop_reason}")
+        trace_link(diff.a.trace_id, f"A: {inert(diff.a.agent)} {inert(diff.a.version)} · {inert(diff.a.stop_reason)}")
     with links[1]:
-        trace_link(diff.b.trace_id, f"B: {diff.b.agent or ''} {diff.b.version or ''} · {diff.b.stop_reason}")
+        trace_link(diff.b.trace_id, f"B: {inert(diff.b.agent)} {inert(diff.b.version)} · {inert(diff.b.stop_reason)}")
     d = diff.delta
     m = st.columns(4)
     m[0].metric("Steps (B − A)", f"{d.steps:+d}")
@@ -46,7 +47,7 @@ with guard():
     if fd is None:
         st.success("The runs took the same actions with the same arguments and observations at every step.")
     else:
-        st.warning(f"First divergence at **step {fd.step}**, in the **{fd.field}**.", icon=":material/call_split:")
+        st.warning(f"First divergence at **step {fd.step}**, in the **{inert(fd.field)}**.", icon=":material/call_split:")
         left, right = st.columns(2)
         left.code(as_text(fd.a) or "(nothing)", language=None)
         right.code(as_text(fd.b) or "(nothing)", language=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import charts
+from dashboards.text import code, inert
 from dashboards.ui import client, empty_state, example_links, filters_sidebar, fmt_pct, guard
 
 PAGE_SIZE = 20
@@ -29,17 +30,17 @@ with guard():
         with st.container(border=True):
             head, spark = st.columns([3, 1])
             with head:
-                st.markdown(f"**{cluster.stop_reason or '?'}** · {charts.cluster_label(cluster)}")
+                st.markdown(f"**{inert(cluster.stop_reason or '?')}** · {inert(charts.cluster_label(cluster))}")
                 st.caption(
                     f"{cluster.count:,} runs ({fmt_pct(cluster.share)} of failures) · first "
                     f"{cluster.first_seen:%Y-%m-%d %H:%M} · last {cluster.last_seen:%Y-%m-%d %H:%M} · versions: "
-                    f"{', '.join(v or '(none)' for v in cluster.versions) or '—'}"
+                    f"{', '.join(inert(v or '(none)') for v in cluster.versions) or '—'}"
                     if cluster.first_seen and cluster.last_seen
                     else f"{cluster.count:,} runs ({fmt_pct(cluster.share)} of failures)"
                 )
                 if cluster.message_template:
                     st.code(cluster.message_template, language=None)
-                st.caption(f"signature: `{cluster.signature}`")
+                st.caption(f"signature: {code(cluster.signature)}")
             with spark:
                 if cluster.trend:
                     st.plotly_chart(charts.sparkline_figure(cluster), key=f"spark_{i}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards.regression_charts import drift_figure, findings_rows
+from dashboards.text import code, inert
 from dashboards.ui import (
     client,
     empty_state,
@@ -54,7 +55,7 @@ with guard():
             st.stop()
         for i, result in enumerate(data.drift):
             with st.container(border=True):
-                st.markdown(f"**{result.agent or '(no agent)'}** · {result.verdict} · {result.reason}")
+                st.markdown(f"**{inert(result.agent or '(no agent)')}** · {inert(result.verdict)} · {inert(result.reason)}")
                 if any(p.mean is not None for p in result.points):
                     st.plotly_chart(drift_figure(result), key=f"drift_{i}")
                 else:  # an empty chart with made-up axes says nothing
@@ -71,9 +72,9 @@ with guard():
         st.subheader("Flagged")
         for f in flagged:
             with st.container(border=True):
-                st.markdown(f"**{f.verdict}** · {f.agent or '(no agent)'} · `{f.metric}` {fmt_pct(f.relative_change)} "
-                            f"({f.baseline.label} → {f.current.label})")
-                st.caption(f.reason)
+                st.markdown(f"**{inert(f.verdict)}** · {inert(f.agent or '(no agent)')} · {code(f.metric)} "
+                            f"{fmt_pct(f.relative_change)} ({inert(f.baseline.label)} → {inert(f.current.label)})")
+                st.caption(inert(f.reason))
                 example_links(f.current.examples, label="current side")
                 example_links(f.baseline.examples, label="baseline side")
     elif all(f.verdict == "insufficient_data" for f in data.findings):

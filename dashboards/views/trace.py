@@ -10,7 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import charts
-from dashboards.trace_view import StepView, build_trace_view
+from dashboards.text import code, inert
+from dashboards.trace_view import LLMCall, StepView, build_trace_view
 from dashboards.ui import COMPARE_PAGE, client, fmt_ms, fmt_usd, guard, param, set_param
 
 STEPS_PER_PAGE = 20
@@ -34,56 +35,63 @@ def _pager(label: str, total: int, per_page: int, url_key: str) -> int:
 
 def _step_label(step: StepView) -> str:
     flags = ("❌ " if step.has_error else "") + ("✂️ " if step.truncated else "")
-    what = " · ".join(x for x in (step.kind, step.action) if x)
+    what = " · ".join(inert(x) for x in (step.kind, step.action) if x)
     return f"{flags}Step {step.index}" + (f" · {what}" if what else "") + f" · {fmt_ms(step.duration_ms)}"
+
+
+def _render_llm_calls(calls: list[LLMCall]) -> None:
+    """The LLM calls table, then each call's input/output messages (from its attributes or, for
+    clients that log content, from its log records)."""
+    st.dataframe(
+        [
+            {"model": x.model, "provider": x.provider, "attempt": x.attempt, "tokens in": x.input_tokens,
+             "tokens out": x.output_tokens, "estimated": x.estimated, "cost $": x.cost_usd,
+             "ms": round(x.duration_ms, 1), "fallback from": x.fallback_from, "error": x.error}
+            for x in calls
+        ],
+        hide_index=True,
+    )
+    for n, call in enumerate(calls):
+        if call.input_messages or call.output_messages:
+            source = " (from logs)" if call.messages_from_logs else ""
+            tabs = st.tabs([f"call {n + 1}: input messages{source}", f"call {n + 1}: output messages{source}"])
+            tabs[0].code(call.input_messages or "(not captured)", language="json")
+            tabs[1].code(call.output_messages or "(not captured)", language="json")
 
 
 def _render_step(step: StepView) -> None:
     for err in step.errors:
-        st.error(err, icon=":material/error:")
+        st.error(inert(err), icon=":material/error:")
     if step.thought:
         st.markdown("**Thought**")
         st.text(step.thought)
-    st.markdown(f"**Action:** `{step.action or '—'}`" + (f" · parse: `{step.parse}`" if step.parse else ""))
+    st.markdown(f"**Action:** {code(step.action or '—')}" + (f" · parse: {code(step.parse)}" if step.parse else ""))
     for call in step.tool_calls:
-        decision = f"decision **{call.decision}**" if call.decision else "decision not recorded"
-        risk = f" · risk {call.risk}" if call.risk else ""
-        st.markdown(f"**Tool** `{call.tool}` · {decision}{risk} · {fmt_ms(call.duration_ms)}"
+        decision = f"decision **{inert(call.decision)}**" if call.decision else "decision not recorded"
+        risk = f" · risk {inert(call.risk)}" if call.risk else ""
+        st.markdown(f"**Tool** {code(call.tool)} · {decision}{risk} · {fmt_ms(call.duration_ms)}"
                     + (f" · {fmt_usd(call.cost_usd)}" if call.cost_usd else ""))
         if call.arguments:
             st.code(call.arguments, language="json")
         if call.error:
-            st.error(f"tool error: {call.error}")
+            st.error(f"tool error: {inert(call.error)}")
     if step.truncated:
         dropped = f"{step.dropped_tokens} tokens dropped" if step.dropped_tokens is not None else "cut"
-        marks = "; marks: " + ", ".join(f"`{m.strip()}`" for m in step.marks) if step.marks else ""
+        marks = "; marks: " + ", ".join(code(m.strip()) for m in step.marks) if step.marks else ""
         st.warning(f"Observation truncated ({dropped}){marks}", icon=":material/content_cut:")
     if step.observation:
         st.markdown("**Observation** (as the model saw it)")
         st.code(step.observation, language=None)
     if step.llm_calls:
         st.markdown("**LLM calls**")
-        st.dataframe(
-            [
-                {"model": x.model, "provider": x.provider, "attempt": x.attempt, "tokens in": x.input_tokens,
-                 "tokens out": x.output_tokens, "estimated": x.estimated, "cost $": x.cost_usd,
-                 "ms": round(x.duration_ms, 1), "fallback from": x.fallback_from, "error": x.error}
-                for x in step.llm_calls
-            ],
-            hide_index=True,
-        )
-        for n, call in enumerate(step.llm_calls):
-            if call.input_messages or call.output_messages:
-                tabs = st.tabs([f"call {n + 1}: input messages", f"call {n + 1}: output messages"])
-                tabs[0].code(call.input_messages or "(not captured)", language="json")
-                tabs[1].code(call.output_messages or "(not captured)", language="json")
+        _render_llm_calls(step.llm_calls)
     if step.budget:
         b = step.budget
         st.caption(
             "budget: "
             + ", ".join(f"{k} {b.used[k]:g}" + (f"/{b.limit[k]:g}" if k in b.limit else "") for k in b.used)
             + (f" · headroom {b.headroom:.0%}" if b.headroom is not None else "")
-            + (f" · exhausted: {b.exhausted}" if b.exhausted else "")
+            + (f" · exhausted: {inert(b.exhausted)}" if b.exhausted else "")
         )
 
 
@@ -99,20 +107,20 @@ with guard():
     trace = client().trace(trace_id)
     view = build_trace_view(trace)
     run = view.run
-    st.subheader(run.name or run.agent or "run")
+    st.subheader(inert(run.name or run.agent or "run"))
     if run.ok:
-        st.success(f"ok · {run.stop_reason or 'finish'}", icon=":material/check_circle:")
+        st.success(f"ok · {inert(run.stop_reason or 'finish')}", icon=":material/check_circle:")
     elif run.ok is False:
-        st.error(f"failed · stop reason: {run.stop_reason or 'unknown'}", icon=":material/cancel:")
+        st.error(f"failed · stop reason: {inert(run.stop_reason or 'unknown')}", icon=":material/cancel:")
     m = [*st.columns(4), *st.columns(3)]
-    m[0].metric("Agent", f"{run.agent or '—'} {run.version or ''}")
+    m[0].metric("Agent", f"{inert(run.agent or '—')} {inert(run.version)}")
     m[1].metric("Steps", run.steps if run.steps is not None else len(view.steps))
     m[2].metric("LLM calls", run.llm_calls or 0)
     m[3].metric("Tool calls (errors)", f"{run.tool_calls or 0} ({run.tool_errors or 0})")
     m[4].metric("Tokens in / out", f"{run.input_tokens or 0:,} / {run.output_tokens or 0:,}")
     m[5].metric("Cost", fmt_usd(run.cost_usd))
     m[6].metric("Duration", fmt_ms(run.duration_ms))
-    st.caption(f"project {run.project} · {len(view.spans):,} spans · started {run.start_time}")
+    st.caption(f"project {inert(run.project)} · {len(view.spans):,} spans · started {inert(run.start_time)}")
     st.page_link(COMPARE_PAGE, label="Compare with another run", query_params={"a": trace.trace_id},
                  icon=":material/compare_arrows:")
     if view.task:
@@ -121,10 +129,17 @@ with guard():
     if view.answer:
         with st.expander("Answer", expanded=True):
             st.text(view.answer)
+    if view.evaluations:
+        st.markdown("**Evaluations**")
+        st.dataframe(
+            [{"evaluation": e.name, "score": e.score_value, "label": e.score_label, "explanation": e.explanation,
+              "span": e.span_id} for e in view.evaluations],
+            hide_index=True,
+        )
     if view.errors:
         lines = [
-            f"- {'step ' + str(e.step_index) + ' · ' if e.step_index is not None else ''}`{e.name}`: "
-            f"{e.error_type or ''} {e.message or ''}"
+            f"- {'step ' + str(e.step_index) + ' · ' if e.step_index is not None else ''}{code(e.name)}: "
+            f"{inert(e.error_type)} {inert(e.message)}"
             for e in view.errors[:20]
         ]
         more = f"\n\n… and {len(view.errors) - 20} more (see the Spans tab)" if len(view.errors) > 20 else ""
@@ -135,6 +150,11 @@ with guard():
         if not view.steps:
             st.info("This trace has no step spans (it comes from another client or is not an agent run): "
                     "see the Timeline and Spans tabs.")
+            if view.llm_calls:
+                st.markdown(f"**LLM calls** ({len(view.llm_calls)})")
+                _render_llm_calls(view.llm_calls[:STEPS_PER_PAGE])
+                if len(view.llm_calls) > STEPS_PER_PAGE:
+                    st.caption(f"first {STEPS_PER_PAGE} of {len(view.llm_calls)} LLM calls; see the Spans tab")
         else:
             only_errors = st.toggle("Only steps with errors", value=param("errors_only") == "1")
             set_param("errors_only", "1" if only_errors else None)
@@ -167,10 +187,16 @@ with guard():
         selected = getattr(getattr(event, "selection", None), "rows", None) or []
         if selected:
             span = view.spans[selected[0]]
-            st.markdown(f"**{span.name}** attributes")
+            st.markdown(f"**{inert(span.name)}** attributes")
             st.json(span.attributes, expanded=True)
             if span.events:
                 st.markdown("events")
                 st.json(span.events, expanded=False)
+            if span.logs:
+                st.markdown(f"log records ({len(span.logs)})")
+                st.json([entry.model_dump(mode="json") for entry in span.logs], expanded=False)
         else:
-            st.caption("Select a span to see its attributes and events.")
+            st.caption("Select a span to see its attributes, events and log records.")
+        if trace.logs:
+            with st.expander(f"Log records keyed to no span of this trace ({len(trace.logs)})"):
+                st.json([entry.model_dump(mode="json") for entry in trace.logs], expanded=False)

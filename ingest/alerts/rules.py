@@ -71,7 +71,7 @@ class AlertRule(BaseModel):
     drift: DriftConfig = Field(default_factory=DriftConfig)
     min_relative_change: float = Field(0.10, ge=0)
     alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1)
-    min_samples: int = Field(30, ge=1)
+    min_samples: int = Field(30, ge=2)
     interval: Duration = Field(timedelta(minutes=5), description="How often the server evaluates the rule.")
     cooldown: Duration = Field(timedelta(hours=1), description="Least time between notifications while firing.")
     severity: Severity = Severity.WARNING

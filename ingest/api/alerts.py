@@ -160,11 +160,14 @@ def build_alerts_router(
 
     @router.post("/alerts/check", response_model=CheckOut, summary="Evaluate every rule now (admin)")
     def post_check(principal: Annotated[Principal, Depends(require_scope("admin"))]) -> CheckOut:
-        result = service.check()
+        projects = principal.projects
+        access = ReadAccess(None if projects is None else frozenset(projects))
+        result = service.check(only=lambda rule: _visible(rule, access))
         states = run_read(store, read_states, timeout_s)
+        mine = {r.name for r in service.rules if _visible(r, access)}
         firing = [
             {"rule": s.rule, **StateOut.of(s).model_dump(mode="json")}
-            for s in states if s.status == FIRING and s.rule in {r.name for r in service.rules}
+            for s in states if s.status == FIRING and s.rule in mine
         ]
         return CheckOut(evaluated=result.evaluated, firing=firing, events=[EventOut.of(e) for e in result.events],
                         errors=result.errors)

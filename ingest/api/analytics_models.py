@@ -154,6 +154,8 @@ class ModelPriceOut(BaseModel):
     input_per_mtok: float
     output_per_mtok: float
     cached_input_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None  # prompt tokens written to the provider's cache
+    reasoning_output_per_mtok: float | None = None  # reasoning output, where priced apart from output
 
 
 class Prices(BaseModel):

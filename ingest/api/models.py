@@ -70,6 +70,64 @@ class RunsPage(BaseModel):
     next: str | None = Field(description="Opaque cursor for the next page; null on the last page.")
 
 
+class LogEntry(BaseModel):
+    """One OTLP log record of the trace (a GenAI event such as gen_ai.client.inference.operation.details,
+    gen_ai.user.message, gen_ai.choice, gen_ai.evaluation.result, or any other log)."""
+
+    span_id: str | None = None
+    time: datetime
+    observed_time: datetime | None = None
+    event_name: str | None = None
+    severity_number: int | None = None
+    severity_text: str | None = None
+    body: Any = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    scope: str | None = None
+    service: str | None = None
+
+    @field_validator("time", "observed_time", mode="before")
+    @classmethod
+    def _utc_times(cls, v: Any) -> Any:
+        return _utc(v)
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def _json_object(cls, v: Any) -> Any:
+        return _parse_json(v, {})
+
+    @field_validator("body", mode="before")
+    @classmethod
+    def _json_any(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                return json.loads(v)
+            except ValueError:
+                return v
+        return v
+
+
+class Evaluation(BaseModel):
+    """A `gen_ai.evaluation.result` event: a score some evaluator gave the span it is keyed to."""
+
+    span_id: str | None = None
+    time: datetime
+    name: str | None = Field(None, description="gen_ai.evaluation.name")
+    score_value: float | None = Field(None, description="gen_ai.evaluation.score.value")
+    score_label: str | None = Field(None, description="gen_ai.evaluation.score.label")
+    explanation: str | None = Field(None, description="gen_ai.evaluation.explanation")
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("time", mode="before")
+    @classmethod
+    def _utc_times(cls, v: Any) -> Any:
+        return _utc(v)
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def _json_object(cls, v: Any) -> Any:
+        return _parse_json(v, {})
+
+
 class Span(BaseModel):
     """One span, in tree order inside a trace: `depth` 0 is a root, `children` are span ids."""
 
@@ -101,6 +159,9 @@ class Span(BaseModel):
     service: str | None = None
     scope: str | None = None
     resource: dict[str, Any] = Field(default_factory=dict)
+    logs: list[LogEntry] = Field(default_factory=list, description=(
+        "OTLP log records keyed to this span (GenAI events: messages, inference details, evaluations), "
+        "oldest first, whatever the order they arrived in."))
 
     @field_validator("start_time", "end_time", mode="before")
     @classmethod
@@ -140,6 +201,11 @@ class Trace(BaseModel):
     trace_id: str
     run: Run
     spans: list[Span]
+    # Additions beyond the contract's minimum.
+    logs: list[LogEntry] = Field(default_factory=list, description=(
+        "Log records of this trace keyed to no span of it (no span id, or their span has not arrived)."))
+    evaluations: list[Evaluation] = Field(default_factory=list, description=(
+        "gen_ai.evaluation.result events of this trace, each with the span it scores."))
 
 
 class StopReasonCount(BaseModel):

@@ -22,6 +22,8 @@ def add_price_routes(router: APIRouter, read_access: Callable[..., Any], prices:
                     input_per_mtok=p.input_per_mtok,
                     output_per_mtok=p.output_per_mtok,
                     cached_input_per_mtok=p.cached_input_per_mtok,
+                    cache_write_per_mtok=p.cache_write_per_mtok,
+                    reasoning_output_per_mtok=p.reasoning_output_per_mtok,
                 )
                 for p in prices.models()
             ],

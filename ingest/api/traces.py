@@ -1,4 +1,5 @@
-"""`GET /api/traces/{trace_id}`: one run and all its spans as a flat list in tree order.
+"""`GET /api/traces/{trace_id}`: one run and all its spans as a flat list in tree order, each span
+with the OTLP log records keyed to it (GenAI events), plus the trace's evaluation results.
 
 Unknown traces and traces of projects the caller may not read get the same 404, so an API key
 cannot probe whether another project's trace exists.
@@ -13,11 +14,13 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
-from ingest.api.models import Run, Span, Trace
+from ingest.api.models import Evaluation, LogEntry, Run, Span, Trace
 from ingest.api.params import TraceParams
 from ingest.api.tree import order_as_tree
+from ingest.queries.logs import trace_logs
 from ingest.queries.runs import find_runs_by_trace
 from ingest.queries.traces import trace_spans
+from tracer.conventions import GEN_AI_EVENT_EVALUATION_RESULT
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -34,6 +37,38 @@ def load_trace(cur: Any, trace_id: str, projects: frozenset[str] | None) -> tupl
     run = runs[0]
     spans = trace_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"], run["span_count"])
     return run, spans.rows
+
+
+def load_trace_with_logs(
+    cur: Any, trace_id: str, projects: frozenset[str] | None
+) -> tuple[dict | None, list[dict], list[dict]]:
+    """`load_trace` plus the trace's log records (GenAI events, evaluations)."""
+    run, rows = load_trace(cur, trace_id, projects)
+    return run, rows, trace_logs(cur, trace_id, run["project"]) if run is not None else []
+
+
+def build_trace(trace_id: str, run: dict, span_rows: list[dict], log_rows: list[dict]) -> Trace:
+    """The Trace answer: spans in tree order, each with its log records; the rest at trace level.
+
+    Log records join their span here, at read time, so whichever arrived first the answer is the same.
+    """
+    spans = [Span.model_validate(r) for r in order_as_tree(span_rows)]
+    by_id = {s.span_id: s for s in spans}
+    orphans: list[LogEntry] = []
+    evaluations: list[Evaluation] = []
+    for row in log_rows:
+        entry = LogEntry.model_validate(row)
+        span = by_id.get(row["span_id"]) if row["span_id"] else None
+        (span.logs if span is not None else orphans).append(entry)
+        if row["event_name"] == GEN_AI_EVENT_EVALUATION_RESULT:
+            evaluations.append(
+                Evaluation(
+                    span_id=row["span_id"], time=row["time"], name=row["eval_name"],
+                    score_value=row["eval_score_value"], score_label=row["eval_score_label"],
+                    explanation=row["eval_explanation"], attributes=entry.attributes,
+                )
+            )
+    return Trace(trace_id=trace_id, run=Run.model_validate(run), spans=spans, logs=orphans, evaluations=evaluations)
 
 
 def add_trace_routes(
@@ -54,8 +89,7 @@ def add_trace_routes(
             raise HTTPException(400, f"trace id must be 32 hexadecimal characters, got {len(trace_id)} characters")
         tid = trace_id.lower()
         projects = access.narrow(params.project)
-        run, rows = run_read(store, lambda cur: load_trace(cur, tid, projects), timeout_s)
+        run, rows, logs = run_read(store, lambda cur: load_trace_with_logs(cur, tid, projects), timeout_s)
         if run is None:
             raise HTTPException(404, f"trace {tid} not found")
-        spans = [Span.model_validate(r) for r in order_as_tree(rows)]
-        return Trace(trace_id=tid, run=Run.model_validate(run), spans=spans)
+        return build_trace(tid, run, rows, logs)

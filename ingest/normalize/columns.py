@@ -10,7 +10,7 @@ import re
 
 import pyarrow as pa
 
-from ingest.schema import ANALYTICS_SPAN_COLUMNS, SPANS_DDL
+from ingest.schema import ANALYTICS_SPAN_COLUMNS, CONVENTION_SPAN_COLUMNS, SPANS_DDL
 
 _ARROW_TYPES: dict[str, pa.DataType] = {
     "VARCHAR": pa.string(),
@@ -39,4 +39,4 @@ def _parse_ddl(ddl: str, added: list[str]) -> pa.Schema:
     return pa.schema(fields)
 
 
-SPANS_SCHEMA: pa.Schema = _parse_ddl(SPANS_DDL, ANALYTICS_SPAN_COLUMNS)
+SPANS_SCHEMA: pa.Schema = _parse_ddl(SPANS_DDL, [*ANALYTICS_SPAN_COLUMNS, *CONVENTION_SPAN_COLUMNS])

@@ -79,7 +79,16 @@ def rows_to_table(rows: list[tuple]) -> pa.Table:
     """Transpose span rows into the Arrow table (in DDL column order)."""
     n = len(rows)
     columns: list[Any] = list(zip(*rows, strict=True)) if rows else [()] * len(_FIELDS)
-    arrays = [pa.array(col, type=field.type) for col, field in zip(columns, _FIELDS, strict=True)]
+    # A column with no value in the whole request (most promoted columns of most batches) is made
+    # as nulls directly, ~6x cheaper than pa.array converting the Nones one by one. `any` stops at
+    # the first truthy value, so dense columns cost next to nothing; only all-falsy columns (None,
+    # 0, False, "") are counted, since 0 and False are values.
+    arrays = [
+        pa.nulls(n, type=field.type)
+        if n and not any(col) and col.count(None) == n
+        else pa.array(col, type=field.type)
+        for col, field in zip(columns, _FIELDS, strict=True)
+    ]
     arrays += [pa.nulls(n, type=field.type) for field in _EXTRA_FIELDS]
     table = pa.Table.from_arrays(arrays, schema=_SCHEMA)
     return table.select(_ORDER) if _EXTRA_FIELDS else table

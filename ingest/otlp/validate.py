@@ -102,7 +102,7 @@ def validate_request(
     return ValidationResult(request, accepted, rejections)
 
 
-def rejection_message(rejections: list[Rejection]) -> str:
+def rejection_message(rejections: list[Rejection], noun: str = "span") -> str:
     """One bounded line for partial_success.error_message: counts per reason plus an example each."""
     if not rejections:
         return ""
@@ -111,5 +111,5 @@ def rejection_message(rejections: list[Rejection]) -> str:
     for r in rejections:
         examples.setdefault(r.reason, r.detail)
     parts = [f"{counts[reason]} x {reason.value} (e.g. {examples[reason]})" for reason in counts]
-    text = f"rejected {len(rejections)} span(s): " + "; ".join(parts)
+    text = f"rejected {len(rejections)} {noun}(s): " + "; ".join(parts)
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ingest.store.spool import Position, decode_body, encode_record
+from ingest.store.spool import Position, RecordKind, decode_record, encode_record
 
 DEAD_DIR = "dead"
 REPLAYED_DIR = "replayed"
@@ -29,6 +29,7 @@ class DeadLetter:
     """One dead record as `steplens spool list` shows it."""
 
     stem: str  # "<segment>-<offset>", the record's spool position
+    kind: str  # "traces" or "logs"
     project: str
     spans: int | None
     error: str
@@ -65,32 +66,32 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write(spool_dir: Path, end: Position, project: str, payload: bytes, spans: int, error: BaseException) -> Path:
+def write(
+    spool_dir: Path, end: Position, project: str, payload: bytes, spans: int, error: BaseException,
+    kind: RecordKind = RecordKind.TRACES,
+) -> Path:
     """Set one record aside, durably (raises OSError when the disk refuses; the caller retries)."""
     directory = dead_dir(spool_dir)
     directory.mkdir(parents=True, exist_ok=True)
     stem = f"{end.segment:012d}-{end.offset:012d}"
     text = f"{type(error).__name__}: {error}"
-    meta = {"project": project, "spans": spans, "error": text, "dead_at": datetime.now(UTC).isoformat()}
-    _write_durable(directory / f"{stem}.rec", encode_record(project, payload))
+    meta = {
+        "project": project, "kind": kind.name.lower(), "spans": spans, "error": text,
+        "dead_at": datetime.now(UTC).isoformat(),
+    }
+    _write_durable(directory / f"{stem}.rec", encode_record(project, payload, kind))
     _write_durable(directory / f"{stem}.txt", (text + "\n").encode())
     _write_durable(directory / f"{stem}.json", json.dumps(meta).encode())
     _fsync_dir(directory)
     return directory / f"{stem}.rec"
 
 
-def read_record(path: Path) -> tuple[str, bytes]:
-    """(project, request bytes) of a `.rec` file; ValueError when it does not check out."""
-    from ingest.store.spool import _HEADER  # the framing is the spool's own
-
-    data = path.read_bytes()
-    if len(data) < _HEADER.size:
-        raise ValueError(f"{path.name}: shorter than a record header")
-    length, _crc = _HEADER.unpack_from(data)
-    body = data[_HEADER.size : _HEADER.size + length]
-    if len(body) != length or encode_record(*decode_body(body)) != data[: _HEADER.size + length]:
-        raise ValueError(f"{path.name}: record does not check out (truncated or corrupt)")
-    return decode_body(body)
+def read_record(path: Path) -> tuple[RecordKind, str, bytes]:
+    """(kind, project, request bytes) of a `.rec` file; ValueError when it does not check out."""
+    try:
+        return decode_record(path.read_bytes())
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
 
 
 def list_dead(spool_dir: Path) -> list[DeadLetter]:
@@ -105,10 +106,12 @@ def list_dead(spool_dir: Path) -> list[DeadLetter]:
         with contextlib.suppress(OSError, ValueError):
             meta = json.loads((directory / f"{stem}.json").read_text())
         error = str(meta.get("error") or _read_text(directory / f"{stem}.txt") or "unknown")
-        project = str(meta["project"]) if "project" in meta else _project_of(rec)
+        kind, project = _kind_and_project(rec)
         spans = meta.get("spans")
         out.append(
-            DeadLetter(stem, project, int(spans) if isinstance(spans, int) else None, error, _str(meta.get("dead_at")))
+            DeadLetter(
+                stem, kind, project, int(spans) if isinstance(spans, int) else None, error, _str(meta.get("dead_at"))
+            )
         )
     return out
 
@@ -132,11 +135,12 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _project_of(rec: Path) -> str:
+def _kind_and_project(rec: Path) -> tuple[str, str]:
     try:
-        return read_record(rec)[0]
+        kind, project, _ = read_record(rec)
     except (OSError, ValueError):
-        return "?"
+        return "?", "?"
+    return kind.name.lower(), project
 
 
 def _str(value: object) -> str | None:

@@ -40,7 +40,7 @@ import duckdb
 import pyarrow as pa
 
 from ingest.schema import trace_key_sql
-from ingest.store import upkeep
+from ingest.store import logs_load, upkeep
 from ingest.store.spool import Position
 from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, USAGE_COST_USD, OperationClass
 
@@ -304,6 +304,8 @@ _RUN_PARAMS = {
 class LoadResult:
     received: int
     inserted: int
+    logs_received: int = 0  # log records (ingest/store/logs_load.py) of the same transaction
+    logs_inserted: int = 0
 
     @property
     def duplicates(self) -> int:
@@ -330,12 +332,17 @@ def _set_position(conn: duckdb.DuckDBPyConnection, position: Position, now: date
 
 
 def load_batch(
-    conn: duckdb.DuckDBPyConnection, table: pa.Table | None, position: Position, now: datetime
+    conn: duckdb.DuckDBPyConnection,
+    table: pa.Table | None,
+    position: Position,
+    now: datetime,
+    logs: pa.Table | None = None,
 ) -> LoadResult:
     """Insert `table`'s new spans, merge runs, queue upkeep and record `position`, atomically.
 
     `table` has exactly SPANS_DDL's columns (or is None/empty: only the position moves, which is
-    how records that normalized to nothing still advance the mark).
+    how records that normalized to nothing still advance the mark). `logs`: log record rows of the
+    same spool batch, inserted in the same transaction.
     """
     received = 0 if table is None else table.num_rows
     conn.execute("BEGIN TRANSACTION")
@@ -371,12 +378,18 @@ def load_batch(
                 _unregister(conn, "batch", *(["new_spans"] if view else []))
             for statement in _CLEANUP:
                 conn.execute(statement)
+        logs_inserted = logs_load.insert_logs(conn, logs) if logs is not None else 0
         _set_position(conn, position, now)
         conn.execute("COMMIT")
     except BaseException:
         _rollback(conn)
         raise
-    return LoadResult(received=received, inserted=int(inserted))
+    return LoadResult(
+        received=received,
+        inserted=int(inserted),
+        logs_received=0 if logs is None else logs.num_rows,
+        logs_inserted=logs_inserted,
+    )
 
 
 def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:

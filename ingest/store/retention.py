@@ -1,4 +1,5 @@
-"""Retention: delete spans and runs older than a cutoff, a bounded chunk per transaction.
+"""Retention: delete spans, runs (and their derived rows, log records) older than a cutoff, a bounded
+chunk per transaction.
 
 Why chunks: the writer thread is also the loader; one giant DELETE over months of data would hold
 it (and so every ingest ack's visibility) for a long time. Each chunk removes at most about
@@ -14,14 +15,16 @@ import duckdb
 
 DEFAULT_CHUNK_ROWS = 100_000
 DERIVED_TABLES = ("tool_calls", "tool_carry", "run_models", "tool_rollup", "trace_index", "plan_spans")
+# Tables aged out by another time column: OTLP log records by their own time.
+TIMED_TABLES = (("log_records", "time"),)
 
-# Table names are fixed here, never user input.
+# Table and column names are fixed here, never user input.
 _BOUND = """
-SELECT max(start_time) FROM (
-    SELECT start_time FROM {table} WHERE start_time < $cutoff ORDER BY start_time LIMIT $n
+SELECT max({column}) FROM (
+    SELECT {column} FROM {table} WHERE {column} < $cutoff ORDER BY {column} LIMIT $n
 )
 """
-_DELETE = "DELETE FROM {table} WHERE start_time <= $bound AND start_time < $cutoff"
+_DELETE = "DELETE FROM {table} WHERE {column} <= $bound AND {column} < $cutoff"
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,14 @@ class ChunkResult:
     done: bool  # nothing older than the cutoff is left
 
 
-def _delete_chunk(conn: duckdb.DuckDBPyConnection, table: str, cutoff: datetime, n: int) -> tuple[int, bool]:
-    bound = conn.execute(_BOUND.format(table=table), {"cutoff": cutoff, "n": n}).fetchall()[0][0]
+def _delete_chunk(
+    conn: duckdb.DuckDBPyConnection, table: str, cutoff: datetime, n: int, column: str = "start_time"
+) -> tuple[int, bool]:
+    bound = conn.execute(_BOUND.format(table=table, column=column), {"cutoff": cutoff, "n": n}).fetchall()[0][0]
     if bound is None:
         return 0, True
-    deleted = conn.execute(_DELETE.format(table=table), {"bound": bound, "cutoff": cutoff}).fetchall()[0][0]
+    sql = _DELETE.format(table=table, column=column)
+    deleted = conn.execute(sql, {"bound": bound, "cutoff": cutoff}).fetchall()[0][0]
     return int(deleted), int(deleted) < n
 
 
@@ -49,8 +55,9 @@ def retention_chunk(
         runs, runs_done = _delete_chunk(conn, "runs", cutoff, chunk_rows)
         # Analytics rows derived from those spans (ingest/store/analytics_load.py) age out with them.
         derived_done = all([_delete_chunk(conn, table, cutoff, chunk_rows)[1] for table in DERIVED_TABLES])
+        timed_done = all([_delete_chunk(conn, t, cutoff, chunk_rows, column)[1] for t, column in TIMED_TABLES])
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return ChunkResult(spans, runs, spans_done and runs_done and derived_done)
+    return ChunkResult(spans, runs, spans_done and runs_done and derived_done and timed_done)

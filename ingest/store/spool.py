@@ -5,8 +5,11 @@ sequential file shared by many requests is far cheaper than one DuckDB commit pe
 loader replays these records into DuckDB at its own pace and records how far it got.
 
 Segment layout: an 8-byte magic, then records. A record is
-`u32 body_length | u32 crc32(length bytes + body) | body`, body = `u16 project_length | project |
-serialized ExportTraceServiceRequest`. A crash can leave a torn or zero-filled tail; the reader
+`u32 kind_and_length | u32 crc32(those 4 bytes + body) | body`, body = `u16 project_length | project |
+serialized export request`. The top 4 bits of the first word are the record's kind (`RecordKind`:
+0 = an ExportTraceServiceRequest, 1 = an ExportLogsServiceRequest), the low 28 bits the body length.
+Kind 0 is exactly the original trace-only format (whose bodies never reached 2^28 bytes), so spools
+written before logs existed replay unchanged, and the kind is covered by the CRC like the length. A crash can leave a torn or zero-filled tail; the reader
 stops at the first record that does not check out. The writer never appends to a segment that
 existed before it opened (it starts a new one), and after a failed write/fsync it rotates too, so a
 bad record is only ever the tail of its segment and nothing valid hides behind it.
@@ -21,7 +24,10 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
+
+from ingest.errors import TooLarge
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +36,15 @@ _HEADER = struct.Struct("<II")  # body length, crc32
 _PROJECT_LEN = struct.Struct("<H")
 SEGMENT_SUFFIX = ".seg"
 DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
+_KIND_SHIFT = 28
+_LENGTH_MASK = (1 << _KIND_SHIFT) - 1  # a record body is at most 256 MiB
+
+
+class RecordKind(IntEnum):
+    """What a spool record's payload is; the loader dispatches on it."""
+
+    TRACES = 0
+    LOGS = 1
 
 
 class SpoolCorruption(ValueError):
@@ -49,16 +64,22 @@ class SpoolRecord:
     project: str
     payload: bytes
     end: Position  # position just after this record
+    kind: RecordKind = RecordKind.TRACES
 
 
-def encode_record(project: str, payload: bytes) -> bytes:
-    """One framed record, ready to append."""
+def encode_record(project: str, payload: bytes, kind: RecordKind = RecordKind.TRACES) -> bytes:
+    """One framed record, ready to append (a TRACES record is byte-identical to the original format)."""
     p = project.encode()
     if len(p) > 0xFFFF:
         raise ValueError("project name longer than 65535 bytes")
     body = _PROJECT_LEN.pack(len(p)) + p + payload
-    length = struct.pack("<I", len(body))
+    if len(body) > _LENGTH_MASK:
+        raise TooLarge(f"request of {len(body)} bytes is over the spool's {_LENGTH_MASK} byte record limit")
+    length = struct.pack("<I", len(body) | int(kind) << _KIND_SHIFT)
     return length + struct.pack("<I", zlib.crc32(body, zlib.crc32(length))) + body
+
+
+_KINDS = frozenset(k.value for k in RecordKind)
 
 
 def decode_body(body: bytes) -> tuple[str, bytes]:
@@ -68,6 +89,22 @@ def decode_body(body: bytes) -> tuple[str, bytes]:
     if _PROJECT_LEN.size + n > len(body):
         raise SpoolCorruption("project length runs past the record body")
     return body[2 : 2 + n].decode(), body[2 + n :]
+
+
+def decode_record(data: bytes) -> tuple[RecordKind, str, bytes]:
+    """(kind, project, payload) of one framed record at the start of `data` (a dead-letter `.rec`
+    file, say); ValueError when it is short, corrupt or of an unknown kind."""
+    if len(data) < _HEADER.size:
+        raise ValueError("shorter than a record header")
+    word, crc = _HEADER.unpack_from(data)
+    length, kind_value = word & _LENGTH_MASK, word >> _KIND_SHIFT
+    body = data[_HEADER.size : _HEADER.size + length]
+    if len(body) != length or zlib.crc32(body, zlib.crc32(data[:4])) != crc:
+        raise ValueError("record does not check out (truncated or corrupt)")
+    if kind_value not in _KINDS:
+        raise ValueError(f"record of unknown kind {kind_value}")
+    project, payload = decode_body(body)
+    return RecordKind(kind_value), project, payload
 
 
 def segment_name(seq: int) -> str:
@@ -102,10 +139,15 @@ def read_segment(directory: Path, seq: int, start: int = 0) -> Iterator[SpoolRec
         if pos + _HEADER.size > len(data):
             log.warning("spool segment %s: torn header at offset %d ignored", path.name, pos)
             return
-        length, crc = _HEADER.unpack_from(data, pos)
+        word, crc = _HEADER.unpack_from(data, pos)
+        length, kind_value = word & _LENGTH_MASK, word >> _KIND_SHIFT
         body_start = pos + _HEADER.size
         if length < _PROJECT_LEN.size or body_start + length > len(data):
             log.warning("spool segment %s: torn record at offset %d ignored", path.name, pos)
+            return
+        if kind_value not in _KINDS:  # written by a newer version: stop rather than misread it
+            log.error("spool segment %s: record of unknown kind %d at offset %d; the rest of the segment is "
+                      "left unread (a newer steplens wrote it)", path.name, kind_value, pos)
             return
         body = data[body_start : body_start + length]
         if zlib.crc32(body, zlib.crc32(data[pos : pos + 4])) != crc:
@@ -113,7 +155,7 @@ def read_segment(directory: Path, seq: int, start: int = 0) -> Iterator[SpoolRec
             return
         project, payload = decode_body(body)
         pos = body_start + length
-        yield SpoolRecord(project, payload, Position(seq, pos))
+        yield SpoolRecord(project, payload, Position(seq, pos), RecordKind(kind_value))
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -8,7 +8,8 @@ Memory is bounded by `queue_max_bytes` of accepted-but-not-loaded records; beyon
 raises Overloaded instead of queueing or dropping. A request larger than one piece (10,000 spans
 or 8 MiB, ingest/store/split.py) goes in pieces, each waiting for room while the loader drains the
 ones before it, and a piece bigger than the whole limit still goes in when nothing else waits: no
-valid body gets 503 forever.
+valid body gets 503 forever. OTLP log records (`submit_logs`) take the same path as spool records
+of kind LOGS (ingest/store/logs_load.py).
 
 A full disk (or an I/O error) is a 503, never a 500 and never a lost ack: a spool write that fails
 answers StorageUnavailable (retry), and for `retry_after_s` after it, or while the writer reports the
@@ -32,6 +33,7 @@ from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ingest.config import Settings
@@ -46,7 +48,14 @@ from ingest.store.migrate import migrate
 from ingest.store.reader import timed_cursor
 from ingest.store.retention import DEFAULT_CHUNK_ROWS
 from ingest.store.split import needs_split, pieces
-from ingest.store.spool import DEFAULT_SEGMENT_MAX_BYTES, Position, SpoolWriter, encode_record, list_segments
+from ingest.store.spool import (
+    DEFAULT_SEGMENT_MAX_BYTES,
+    Position,
+    RecordKind,
+    SpoolWriter,
+    encode_record,
+    list_segments,
+)
 from ingest.store.stats import StoreStats
 from ingest.store.writer import (
     CheckpointPolicy,
@@ -106,6 +115,7 @@ class SpanStore:
             (
                 "requests_acked", "fsyncs", "spans_stored", "spans_deduplicated", "records_dead_lettered",
                 "spans_dead_lettered", "records_loaded", "spans_expired", "runs_expired", "replayed_records",
+                "logs_stored", "logs_deduplicated",
             ),
             0,
         )
@@ -337,7 +347,7 @@ class SpanStore:
             )
 
     def _enqueue(self, item: LoadItem, lone_ok: bool = False) -> PendingWrite:
-        record = encode_record(item.project, item.payload or b"")
+        record = encode_record(item.project, item.payload or b"", item.kind)
         # The normalized table waits in memory with the record until it is loaded: count both, so
         # queue_max_bytes bounds what a backlog really holds.
         nbytes = len(record) + (item.table.nbytes if item.table is not None else 0)
@@ -456,6 +466,40 @@ class SpanStore:
             self.settings.retry_after_s,
         )
 
+    def _prepare_logs(self, project: str, request: ExportLogsServiceRequest, payload: bytes | None) -> LoadItem:
+        """`_prepare` for an OTLP logs request: its log_records rows are built before the ack; a
+        failure leaves them to the writer, which normalizes the payload again or dead-letters it."""
+        from ingest.normalize.logs import count_log_records, logs_table
+
+        if payload is None:
+            payload = request.SerializeToString()
+        try:
+            table: pa.Table | None = logs_table(project, request, utcnow())
+        except Exception:  # noqa: BLE001 - the writer normalizes again and dead-letters with the error
+            table = None
+        n = count_log_records(request)
+        return LoadItem(0, project, None, payload, 0, n, Position(0, 0), table, kind=RecordKind.LOGS)
+
+    async def submit_logs(
+        self, project: str, request: ExportLogsServiceRequest, payload: bytes | None = None
+    ) -> None:
+        """`submit` for log records: returns once they are durable; same queue bound, same Overloaded."""
+        self._check_room()
+        item = await asyncio.to_thread(self._prepare_logs, project, request, payload)
+        try:
+            await asyncio.wrap_future(self._enqueue(item).future)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
+
+    def submit_logs_blocking(
+        self, project: str, request: ExportLogsServiceRequest, timeout: float | None = None
+    ) -> None:
+        self._check_room()
+        try:
+            self._enqueue(self._prepare_logs(project, request, None)).future.result(timeout)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
+
     def wait_loaded(self, timeout: float) -> bool:
         """True once everything acknowledged before the call is queryable, analytics tables included."""
         return self._writer is not None and self._writer.wait_loaded(timeout)
@@ -551,19 +595,25 @@ class SpanStore:
         self._release(sum(i.nbytes for i in items))
         self.metrics.spans_stored.inc(result.inserted)
         self.metrics.spans_deduplicated.inc(result.duplicates)
+        self.metrics.logs_stored.inc(result.logs_inserted)
+        self.metrics.logs_deduplicated.inc(result.logs_received - result.logs_inserted)
         self.metrics.load_seconds.observe(latency)
         with self._lock:
             self._counts["spans_stored"] += result.inserted
             self._counts["spans_deduplicated"] += result.duplicates
             self._counts["records_loaded"] += len(items)
+            self._counts["logs_stored"] += result.logs_inserted
+            self._counts["logs_deduplicated"] += result.logs_received - result.logs_inserted
             self._last_load_s = latency
 
     def _on_dead_letter(self, item: LoadItem, exc: BaseException) -> None:
-        self.metrics.spans_rejected.labels(reason="load_failed").inc(item.nspans)
+        rejected = self.metrics.logs_rejected if item.kind is RecordKind.LOGS else self.metrics.spans_rejected
+        rejected.labels(reason="load_failed").inc(item.nspans)
         self.metrics.records_dead_lettered.labels(reason=type(exc).__name__).inc()
         with self._lock:
             self._counts["records_dead_lettered"] += 1
-            self._counts["spans_dead_lettered"] += item.nspans
+            if item.kind is RecordKind.TRACES:
+                self._counts["spans_dead_lettered"] += item.nspans
 
     def _on_upkeep(self, traces: int, seconds: float) -> None:
         self.metrics.upkeep_traces.inc(traces)

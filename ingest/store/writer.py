@@ -1,4 +1,5 @@
 """The ONE thread that owns the DuckDB write connection: loads spool records, runs retention and tasks.
+Log records (spool kind LOGS) are normalized by ingest/store/logs_load.py and committed with the spans.
 
 Why a single writer (datasette style): DuckDB serializes writers anyway and concurrent write
 transactions on the same rows conflict; queueing every write through one thread removes conflicts
@@ -46,11 +47,11 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
-from ingest.store import deadletter, upkeep
+from ingest.store import deadletter, logs_load, upkeep
 from ingest.store.failures import Failure, classify, environmental
 from ingest.store.loading import LoadResult, load_batch
 from ingest.store.retention import DEFAULT_CHUNK_ROWS, retention_chunk
-from ingest.store.spool import Position, delete_segments_before, list_segments, read_segment
+from ingest.store.spool import Position, RecordKind, delete_segments_before, list_segments, read_segment
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class LoadItem:
     nspans: int
     end: Position
     table: pa.Table | None = None
+    kind: RecordKind = RecordKind.TRACES  # LOGS: `payload` is an ExportLogsServiceRequest (logs_load)
 
     def parsed(self) -> ExportTraceServiceRequest:
         if self.request is not None:
@@ -276,13 +278,19 @@ class Writer:
             offset = start.offset if segment == start.segment else 0
             for record in read_segment(self._spool_dir, segment, offset):
                 seq += 1
-                try:
-                    request: ExportTraceServiceRequest | None = ExportTraceServiceRequest.FromString(record.payload)
-                except Exception:  # noqa: BLE001 - _load dead-letters it with the real parse error
-                    request = None
-                n = 0 if request is None else count_spans(request)
+                request: ExportTraceServiceRequest | None = None
+                if record.kind is RecordKind.LOGS:
+                    n = logs_load.count(record.payload)
+                else:
+                    try:
+                        request = ExportTraceServiceRequest.FromString(record.payload)
+                    except Exception:  # noqa: BLE001 - _load dead-letters it with the real parse error
+                        request = None
+                    n = 0 if request is None else count_spans(request)
                 # nbytes 0: replayed records were never counted in the queue budget
-                batch.append(LoadItem(seq, record.project, request, record.payload, 0, n, record.end))
+                batch.append(
+                    LoadItem(seq, record.project, request, record.payload, 0, n, record.end, kind=record.kind)
+                )
                 spans += n
                 count += 1
                 if spans >= self._load_batch_spans:
@@ -399,7 +407,7 @@ class Writer:
                 parts.append((item, item.table))
                 continue
             try:
-                table = self._retrying("normalizing a record", lambda it=item: self._normalize(it.project, it.parsed(), now))
+                table = self._retrying("normalizing a record", lambda it=item: self._normalize_item(it, now))
             except Exception as exc:  # noqa: BLE001 - a poison record must not stop the loader
                 if environmental(exc):
                     return  # closing while it keeps failing: the spool keeps the records
@@ -408,11 +416,14 @@ class Writer:
                 parts.append((item, None))
                 continue
             parts.append((item, table))
-        tables = [t for _, t in parts if t is not None and t.num_rows]
+        tables = [t for i, t in parts if t is not None and t.num_rows and i.kind is RecordKind.TRACES]
         table = pa.concat_tables(tables, promote_options="permissive") if tables else None
+        logs = logs_load.concat([t for i, t in parts if t is not None and i.kind is RecordKind.LOGS])
         try:
             # a batch that keeps running out of memory may fit record by record: a few tries, then smaller
-            result = self._load_retrying(table, batch[-1].end, now, give_up_after=BATCH_OOM_ATTEMPTS if len(batch) > 1 else None)
+            result = self._load_retrying(
+                table, batch[-1].end, now, logs, give_up_after=BATCH_OOM_ATTEMPTS if len(batch) > 1 else None
+            )
         except Exception as exc:
             kind = classify(exc)
             if kind is Failure.FATAL:
@@ -427,10 +438,18 @@ class Writer:
             return
         self._finish(batch, result, started)
 
+    def _normalize_item(self, item: LoadItem, now: datetime) -> pa.Table:
+        """The rows of one record, by its kind: spans through the normalizer, log records through
+        ingest/store/logs_load.py."""
+        if item.kind is RecordKind.LOGS:
+            return logs_load.normalize(item.project, item.raw(), now)
+        return self._normalize(item.project, item.parsed(), now)
+
     def _load_one_by_one(self, parts: list[tuple[LoadItem, pa.Table | None]], now: datetime, started: float) -> None:
         for item, table in parts:
+            logs = table if item.kind is RecordKind.LOGS else None
             try:
-                result = self._load_retrying(table, item.end, now)
+                result = self._load_retrying(None if logs is not None else table, item.end, now, logs)
             except Exception as exc:
                 kind = classify(exc)
                 if kind is Failure.FATAL:
@@ -450,9 +469,14 @@ class Writer:
             self._finish([item], result, started)
 
     def _load_retrying(
-        self, table: pa.Table | None, end: Position, now: datetime, give_up_after: int | None = None
+        self,
+        table: pa.Table | None,
+        end: Position,
+        now: datetime,
+        logs: pa.Table | None = None,
+        give_up_after: int | None = None,
     ) -> LoadResult:
-        return self._retrying("DuckDB load", lambda: load_batch(self._conn, table, end, now), give_up_after)
+        return self._retrying("DuckDB load", lambda: load_batch(self._conn, table, end, now, logs), give_up_after)
 
     def _retrying(self, what: str, fn: Callable[[], Any], give_up_after: int | None = None) -> Any:
         """`fn()`, retried with backoff while it fails for an environmental reason (until it works, or
@@ -569,7 +593,9 @@ class Writer:
         try:
             self._retrying(
                 "writing a dead letter",
-                lambda: deadletter.write(self._spool_dir, item.end, item.project, item.raw(), item.nspans, exc),
+                lambda: deadletter.write(
+                    self._spool_dir, item.end, item.project, item.raw(), item.nspans, exc, item.kind
+                ),
             )
         except Exception as write_error:  # noqa: BLE001 - only when closing: the record stays in the spool
             log.error("dead letter for spool record %s/%d not written: %s", item.end.segment, item.end.offset, write_error)

@@ -4,6 +4,7 @@ session with real kernel runs and one 10,001-span trace, and AppTest helpers for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,11 +91,17 @@ def open_page(page: str, query: dict[str, str] | None = None, timeout: float = 6
     return at.run()
 
 
+def shown(markdown: object) -> str:
+    """The Markdown source AppTest reports, with the escapes of dashboards.text resolved: the text a
+    reader sees (the page's own `**` emphasis stays, span values' escaped punctuation does not)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "")
+
+
 def texts(at: AppTest) -> str:
     """Every piece of visible text of the last run, for `in` assertions."""
     parts: list[str] = []
     for kind in ("title", "subheader", "markdown", "caption", "info", "warning", "error", "success", "code", "text"):
-        parts.extend(str(e.value) for e in getattr(at, kind))
-    parts.extend(f"{m.label}={m.value}" for m in at.metric)
-    parts.extend(str(e.label) for e in at.expander)
+        parts.extend(shown(e.value) for e in getattr(at, kind))
+    parts.extend(f"{shown(m.label)}={shown(m.value)}" for m in at.metric)
+    parts.extend(shown(e.label) for e in at.expander)
     return "\n".join(parts)

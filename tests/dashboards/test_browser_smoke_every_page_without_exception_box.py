@@ -4,87 +4,25 @@ element present, a screenshot of each under test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.dashboards.browser import APP_PAGES, SHOTS, chromium, ui_server
 from tests.dashboards.conftest import LoadedServer
-
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-APP = Path(__file__).resolve().parents[2] / "dashboards" / "app.py"
-APP_PAGES = re.findall(r'st\.Page\("(views/\w+\.py)"', APP.read_text())  # every page the app serves
-SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,1000")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def ui_process(loaded_server: LoadedServer, tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    exe = shutil.which("steplens", path=str(Path(sys.executable).parent)) or "steplens"
-    env = {k: v for k, v in os.environ.items() if k not in ("STEPLENS_API_KEY", "STEPLENS_UI_PASSWORD")}
-    log = (tmp_path / "ui.log").open("w")
-    proc = subprocess.Popen([exe, "ui", "--api", loaded_server.url, "--port", str(port)], env=env, cwd=tmp_path,
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"steplens ui exited early: {(tmp_path / 'ui.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/_stcore/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("steplens ui did not become healthy within 30 s")
-            time.sleep(0.2)
+    with ui_server(loaded_server.url, tmp_path) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[object]:
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.fail(f"{CHROMIUM} or {CHROMEDRIVER} is missing: `make browser` installs Debian's chromium and "
-                    "chromium-driver (the Makefile runs it before the tests)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium(tmp_path) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_every_page_opens_in_a_real_browser(loaded_server: LoadedServer, ui_process: str, browser) -> None:

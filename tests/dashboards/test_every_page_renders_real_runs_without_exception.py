@@ -3,7 +3,7 @@ runs, renders without an exception and shows the facts of those runs."""
 
 from __future__ import annotations
 
-from tests.dashboards.conftest import LoadedServer, open_page, texts
+from tests.dashboards.conftest import LoadedServer, open_page, shown, texts
 
 ANALYTICS_MISSING = "needs a steplens server version with /api/"
 
@@ -46,7 +46,7 @@ def test_trace_page_highlights_errors_of_a_failed_run(loaded_server: LoadedServe
     ui_env(loaded_server.url)
     at = open_page("trace", {"trace_id": loaded_server.runs.failed})
     assert not at.exception
-    errors = "\n".join(str(e.value) for e in at.error)
+    errors = "\n".join(shown(e.value) for e in at.error)
     assert "failed · stop reason: tool_error_exhausted" in errors
     assert "backend 500 for a" in errors and "step 1" in errors
     assert all(e.label.startswith("❌") for e in at.expander if "Step" in e.label)

@@ -19,7 +19,7 @@ from dashboards.config import UISettings
 from dashboards.launch import login_problem
 from ingest.auth import OPEN_PATHS, KeyRing, check_bind_policy, presented_key
 from ingest.config import Settings, load_settings
-from ingest.server import OTLP_TRACES_PATHS
+from ingest.server import OTLP_LOGS_PATHS, OTLP_TRACES_PATHS
 from steplens.cli import app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def test_ingest_command_env_and_ports_are_what_serve_reads(compose: dict, monkey
     ring = KeyRing.from_settings(settings, environ=env)
     scopes = {name: ring.authenticate(SECRETS[name]).scopes for name in key_envs}
     assert scopes == {"STEPLENS_INGEST_KEY": {"ingest"}, "STEPLENS_READ_KEY": {"read"},
-                      "STEPLENS_ADMIN_KEY": {"admin"}}
+                      "STEPLENS_ADMIN_KEY": {"operator"}}
 
     default_port = Settings.model_fields["port"].default
     assert settings.port == default_port and container_ports(service) == {default_port}
@@ -179,6 +179,12 @@ def test_collector_forwards_to_ingest_with_an_ingest_key_retries_and_a_disk_queu
     endpoint = urlparse(exporter["traces_endpoint"])
     _, ingest_params = parse(compose["services"]["ingest"]["command"])
     assert (endpoint.hostname, endpoint.port, endpoint.path) == ("ingest", ingest_params["port"], OTLP_TRACES_PATHS[0])
+    # log records (GenAI events) go the same way, through the same exporter and queue
+    assert collector_config["service"]["pipelines"]["logs"]["exporters"] == [exporter_name]
+    logs_endpoint = urlparse(exporter["logs_endpoint"])
+    assert (logs_endpoint.hostname, logs_endpoint.port, logs_endpoint.path) == (
+        "ingest", ingest_params["port"], OTLP_LOGS_PATHS[0]
+    )
 
     # ${env:X} in the collector config is resolved from the collector's environment.
     collector_env = {k: str(v) for k, v in service["environment"].items()}

@@ -14,7 +14,7 @@ def test_project_isolation(make_server, monkeypatch):
         api_keys=[
             ApiKey(key_env="H8_KEY_A", project="A"),
             ApiKey(key=KEY_B, project="B"),
-            ApiKey(key=KEY_ADMIN, project="ops", scopes=["read", "admin"]),
+            ApiKey(key=KEY_ADMIN, project="ops", scopes=["operator"]),
             ApiKey(key=KEY_INGEST, project="A", scopes=["ingest"]),
         ]
     )

@@ -221,7 +221,7 @@ def test_openllmetry_traceloop_kinds_and_legacy_usage(capture):
             pass
     rows = by_name(capture.rows())
     wf = rows["trip_planner.workflow"]
-    assert (wf["operation"], wf["agent_name"], wf["agent_version"]) == ("agent", "trip_planner", "7")
+    assert (wf["operation"], wf["agent_name"], wf["agent_version"]) == ("workflow", "trip_planner", "7")
     assert (rows["book.task"]["operation"], rows["book.task"]["agent_name"]) == ("other", None)
     assert (rows["flights.tool"]["operation"], rows["flights.tool"]["tool_name"]) == ("tool", "find_flights")
     chat = rows["anthropic.chat"]

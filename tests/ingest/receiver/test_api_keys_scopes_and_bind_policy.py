@@ -19,6 +19,7 @@ def _ring() -> KeyRing:
             ApiKey(key=SECRET_A, project="alpha", scopes=["ingest"]),
             ApiKey(key_env="TEST_KEY_B", project="beta", scopes=["read"]),
             ApiKey(key="sk-admin-cccccccccccccccc", project="ops", scopes=["admin"]),
+            ApiKey(key="sk-oper-dddddddddddddddd", project="ops", scopes=["operator"]),
         ]
     )
     return KeyRing.from_settings(settings, environ={"TEST_KEY_B": SECRET_B})
@@ -32,7 +33,11 @@ def test_key_maps_to_its_own_project_and_scopes() -> None:
     assert b.project == "beta"
     assert authorize(b, "read") is b
     admin = ring.authenticate("sk-admin-cccccccccccccccc")
-    assert admin.projects is None and authorize(admin, "ingest") is admin
+    assert admin.projects == ("ops",) and authorize(admin, "ingest") is admin  # admin stays in its project
+    with pytest.raises(Forbidden):
+        authorize(admin, "operator")
+    operator = ring.authenticate("sk-oper-dddddddddddddddd")
+    assert operator.projects is None and authorize(operator, "admin") is operator
 
 
 @pytest.mark.parametrize("presented", [None, "", "sk-test-aaaaaaaaaaaaaaaaaaaX", SECRET_A[:-1]])
@@ -68,7 +73,7 @@ def test_key_env_unset_is_a_config_error_naming_the_variable_not_a_secret() -> N
     [
         ("Bearer k1", None, "k1"),
         ("bearer   k1 ", None, "k1"),
-        ("Basic dXNlcjpwYXNz", "k2", "k2"),
+        ("Basic dXNlcjpwYXNz", "k2", "pass"),  # Basic user:pass presents its password (Langfuse SDK)
         (None, " k2 ", "k2"),
         ("Bearer", None, None),
         (None, None, None),

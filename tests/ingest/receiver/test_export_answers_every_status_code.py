@@ -140,6 +140,8 @@ def test_keys_decide_401_403_and_the_project(start_ingest_server, make_request, 
         api_keys=[
             ApiKey(key_env="TEST_INGEST_KEY", project="alpha", scopes=["ingest"]),
             ApiKey(key="read-key-0123456789", project="alpha", scopes=["read"]),
+            ApiKey(key="admin-key-0123456789", project="alpha", scopes=["admin"]),
+            ApiKey(key="oper-key-0123456789", project="ops", scopes=["operator"]),
         ]
     )
     url = server.http_url + "/v1/traces"
@@ -160,7 +162,10 @@ def test_keys_decide_401_403_and_the_project(start_ingest_server, make_request, 
     assert httpx.get(server.http_url + "/readyz").status_code == 401
     assert httpx.get(server.http_url + "/metrics").status_code == 401
     assert httpx.get(server.http_url + "/metrics", headers={"x-api-key": "ingest-key-0123456789"}).status_code == 403
-    assert httpx.get(server.http_url + "/metrics", headers={"x-api-key": "read-key-0123456789"}).status_code == 200
+    # /metrics counts every project's spans: an operator endpoint, not a project's read
+    for key in ("read-key-0123456789", "admin-key-0123456789"):
+        assert httpx.get(server.http_url + "/metrics", headers={"x-api-key": key}).status_code == 403
+    assert httpx.get(server.http_url + "/metrics", headers={"x-api-key": "oper-key-0123456789"}).status_code == 200
     assert httpx.get(server.http_url + "/api/runs").status_code == 401
     assert httpx.get(server.http_url + "/nowhere").status_code == 401
 

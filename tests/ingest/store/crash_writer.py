@@ -3,6 +3,9 @@ acknowledged request's trace ids (`ACK tid ...`) the moment `submit_blocking` re
 
 Ids are deterministic per (seed, request number), and each run first re-sends requests of the
 previous seed, so retries across a crash are exercised as well as plain durability.
+
+With a third argument `logs`, each request's spans are preceded by a logs export holding one log
+record per span (keyed to it): the ACK then means both were acknowledged.
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ import sys
 import threading
 from pathlib import Path
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
 from ingest.config import Settings
 from ingest.store import SpanStore
 from tests.ingest.store.otlp_build import agent_run, request
+from tracer import conventions as c
 
 TRACES_PER_REQUEST = 3
 
@@ -38,8 +46,24 @@ def build(seed: int, number: int):
     return tids, request(spans)
 
 
+def logs_for(spans: ExportTraceServiceRequest) -> ExportLogsServiceRequest:
+    """One user-message event per span of `spans`, keyed to it, stamped with the span's start."""
+    logs = ExportLogsServiceRequest()
+    scope_logs = logs.resource_logs.add().scope_logs.add()
+    for rs in spans.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                record = scope_logs.log_records.add(
+                    trace_id=span.trace_id, span_id=span.span_id, event_name=c.GEN_AI_EVENT_USER_MESSAGE,
+                    time_unix_nano=span.start_time_unix_nano, observed_time_unix_nano=span.end_time_unix_nano,
+                )
+                record.body.CopyFrom(AnyValue(string_value=span.span_id.hex()))
+    return logs
+
+
 def main() -> None:
     db, seed = Path(sys.argv[1]), int(sys.argv[2])
+    with_logs = sys.argv[3:] == ["logs"]
     store = SpanStore(Settings(db=db, commit_interval_ms=2, load_batch_spans=3000))
     store.start()
     print("READY", flush=True)
@@ -53,6 +77,8 @@ def main() -> None:
             # every 4th request re-sends one from the previous run (or this one): a retry
             src_seed, src_n = (seed - 1, n // 4) if n % 4 == 0 and seed > 0 else (seed, n)
             tids, req = build(src_seed, src_n)
+            if with_logs:  # the log records arrive before their spans
+                store.submit_logs_blocking("p", logs_for(req), timeout=30)
             store.submit_blocking("p", req, timeout=30)
             with lock:
                 sys.stdout.write("ACK " + " ".join(tids) + "\n")

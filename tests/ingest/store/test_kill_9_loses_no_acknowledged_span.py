@@ -22,10 +22,11 @@ SCRIPT = Path(__file__).with_name("crash_writer.py")
 SPANS_PER_TRACE = 7  # agent_run(steps=2): root + 3 spans per step
 
 
-def _run_and_kill(db: Path, seed: int, kill_after_acks: int, timeout: float = 20) -> set[str]:
+def _run_and_kill(db: Path, seed: int, kill_after_acks: int, timeout: float = 20, *args: str) -> set[str]:
+    """Run crash_writer.py (extra `args` go to it), SIGKILL it after `kill_after_acks` acks."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(db), str(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, str(SCRIPT), str(db), str(seed), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env, cwd=REPO,
     )
     acked: set[str] = set()

@@ -81,7 +81,8 @@ def test_scopes_and_projects(start_ingest_server, monkeypatch) -> None:
         {"key": "agent-a", "project": "a", "scopes": ["ingest"]},
         {"key": "read-b", "project": "b", "scopes": ["read"]},
         {"key": "read-a", "project": "a", "scopes": ["read"]},
-        {"key": "admin", "project": "ops", "scopes": ["admin"]},
+        {"key": "admin", "project": "a", "scopes": ["admin"]},
+        {"key": "admin-b", "project": "b", "scopes": ["admin"]},
     ]
     srv = start_ingest_server(api_keys=keys)
     base = srv.http_url
@@ -105,6 +106,10 @@ def test_scopes_and_projects(start_ingest_server, monkeypatch) -> None:
     assert call("POST", f"/api/approvals/{aid}/approve", "agent-a").status_code == 403
     monkeypatch.setenv("STEPLENS_API_KEY", "read-a")
     assert _cli("approvals", "approve", aid, "--api", base).exit_code == 1
+    monkeypatch.setenv("STEPLENS_API_KEY", "admin-b")  # another project's admin: as if it did not exist
+    assert _cli("approvals", "approve", aid, "--api", base).exit_code == 1
+    assert call("POST", f"/api/approvals/{aid}/approve", "admin-b").status_code == 404
+    assert call("GET", f"/api/approvals/{aid}", "read-a").json()["status"] == "pending"
     monkeypatch.setenv("STEPLENS_API_KEY", "admin")
     assert _cli("approvals", "approve", aid, "--api", base).exit_code == 0
     assert call("GET", f"/api/approvals/{aid}", "read-a").json()["status"] == "approved"
