@@ -90,3 +90,16 @@ def test_dead_letter_counter_on_metrics_endpoint(start_ingest_server) -> None:
     server = start_ingest_server()
     text = httpx.get(server.http_url + "/metrics").text
     assert "steplens_records_dead_lettered" in text and "steplens_storage_unwritable" in text
+
+
+def test_dead_log_record_listed_with_its_kind_and_read_back(tmp_path) -> None:
+    from ingest.store import deadletter
+    from ingest.store.spool import Position, RecordKind
+
+    spool = tmp_path / "spool"
+    deadletter.write(spool, Position(3, 77), "gamma", b"\x0a\x00", 2, ValueError("bad log"), RecordKind.LOGS)
+    (dead,) = deadletter.list_dead(spool)
+    assert (dead.kind, dead.project, dead.spans, dead.reason) == ("logs", "gamma", 2, "ValueError")
+    assert deadletter.read_record(deadletter.dead_dir(spool) / f"{dead.stem}.rec") == (RecordKind.LOGS, "gamma", b"\x0a\x00")
+    deadletter.mark_replayed(spool, dead.stem)
+    assert deadletter.list_dead(spool) == []
