@@ -243,13 +243,23 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:1000]
 
 
-def run_isolated(conn: duckdb.DuckDBPyConnection, max_traces: int, now: datetime) -> IsolatedPass:
-    """`run_pass`, and when it fails on a trace's own data: split the picked traces in halves until
-    the failing ones are alone, commit the rest, quarantine those. Environmental errors propagate."""
+ISOLATED_FAILURES = frozenset({Failure.POISON})
+# After repeated out-of-memory/transient failures of whole passes, what a pass isolates too: a trace
+# whose recomputation alone exhausts the memory limit is the trace's own problem, not everyone's.
+ISOLATED_AFTER_REPEATED_FAILURES = frozenset({Failure.POISON, Failure.TRANSIENT})
+
+
+def run_isolated(
+    conn: duckdb.DuckDBPyConnection, max_traces: int, now: datetime,
+    isolate: frozenset[Failure] = ISOLATED_FAILURES,
+) -> IsolatedPass:
+    """`run_pass`, and when it fails on a trace's own data (a failure of a class in `isolate`): split the
+    picked traces in halves until the failing ones are alone, commit the rest, quarantine those.
+    Other errors propagate."""
     try:
         return IsolatedPass(run_pass(conn, max_traces))
     except duckdb.Error as exc:
-        if classify(exc) is not Failure.POISON:
+        if classify(exc) not in isolate:
             raise
         first_error = exc
     candidates = [(str(p), str(t)) for p, t in conn.execute(_CANDIDATES, {"limit": max(1, max_traces)}).fetchall()]
@@ -262,7 +272,7 @@ def run_isolated(conn: duckdb.DuckDBPyConnection, max_traces: int, now: datetime
         try:
             r = run_pass(conn, len(group), group)
         except duckdb.Error as exc:
-            if classify(exc) is not Failure.POISON:
+            if classify(exc) not in isolate:
                 raise
             if len(group) == 1:
                 out.isolated.append((group[0], exc))

@@ -60,6 +60,9 @@ Normalizer = Callable[[str, ExportTraceServiceRequest, datetime], pa.Table]
 # How long the writer waits with nothing queued before an upkeep pass: a pass takes 0.1-0.3 s, and
 # starting it in a gap between two requests would hold the next load (and its visibility) behind it.
 UPKEEP_IDLE_S = 0.1
+# Whole upkeep passes failing in a row on a transient error (memory, I/O) before the next pass is split
+# to find a trace that fails alone (ingest/store/upkeep.py run_isolated).
+UPKEEP_FAILURES_BEFORE_SPLIT = 3
 
 # Backoff between retries of an environmental failure and between reopen attempts.
 RETRY_MIN_S = 0.1
@@ -196,6 +199,7 @@ class Writer:
         # (seq 0) is not current until a pass ran
         self._upkept_upto = -1 if self._upkeep_needed else 0
         self.upkeep_passes = 0
+        self._upkeep_failures = 0  # whole passes failed in a row on environmental errors
         self.last_upkeep_s = 0.0
         self.failed: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="steplens-duckdb-writer", daemon=True)
@@ -626,6 +630,8 @@ class Writer:
                 return
             if kind is Failure.REOPEN:
                 self._mark_unwritable(exc)
+            elif kind is Failure.TRANSIENT:
+                self._upkeep_failures += 1
             log.error("analytics upkeep failed, will retry in %.1f s: %s", self._upkeep_interval, exc)
             with self._cond:
                 self._upkeep_next = time.monotonic() + self._upkeep_interval
@@ -651,7 +657,13 @@ class Writer:
 
     def _upkeep_pass(self) -> upkeep.UpkeepResult:
         """A pass with failing traces isolated (ingest/store/upkeep.py): one log line per trace set aside."""
-        outcome = upkeep.run_isolated(self._conn, self._upkeep_max_traces, utcnow())
+        # A pass that keeps failing on memory (or another transient cause) is split like a poison one:
+        # if one trace alone exhausts DuckDB's memory limit, it is set aside and retried with backoff
+        # instead of holding every other trace's and project's analytics back forever.
+        isolate = (upkeep.ISOLATED_AFTER_REPEATED_FAILURES if self._upkeep_failures >= UPKEEP_FAILURES_BEFORE_SPLIT
+                   else upkeep.ISOLATED_FAILURES)
+        outcome = upkeep.run_isolated(self._conn, self._upkeep_max_traces, utcnow(), isolate)
+        self._upkeep_failures = 0
         for (project, trace_id), exc in outcome.isolated:
             log.error(
                 "analytics upkeep of trace %s (project %r) fails on its own data and is set aside (retried alone "
