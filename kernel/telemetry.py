@@ -456,6 +456,16 @@ def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:
     if not _on():
         return ToolTrace(None, False)
     try:
+        origin = tool.origin if tool is not None else None
+        remote: dict[str, Any] = {}
+        if origin is not None:
+            remote = {
+                "mcp_server": origin.mcp_server,
+                "mcp_transport": origin.mcp_transport,
+                "mcp_protocol_version": origin.mcp_protocol_version,
+                "server_address": origin.server_address,
+                "server_port": origin.server_port,
+            }
         scope = spans.tool_span(
             # A name no tool has is the model's free text: bounded like a valid name (64 chars).
             call.name if tool is not None else call.name[:_MAX_UNKNOWN_NAME],
@@ -464,6 +474,7 @@ def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:
             risk=tool.risk if tool is not None else None,
             timeout_s=tool.timeout_s if tool is not None else None,
             arguments=call.arguments,
+            **remote,
         )
     except Exception:
         log.warning("steplens: could not start a tool span", exc_info=True)

@@ -545,8 +545,17 @@ def tool_span(
     risk: str | None = None,
     timeout_s: float | None = None,
     arguments: Any = None,
+    mcp_server: str | None = None,
+    mcp_transport: str | None = None,
+    mcp_protocol_version: str | None = None,
+    server_address: str | None = None,
+    server_port: int | None = None,
 ) -> ToolScope:
-    """`execute_tool {tool}`: one dispatch. `arguments` (dict or JSON string) is content."""
+    """`execute_tool {tool}`: one dispatch. `arguments` (dict or JSON string) is content.
+
+    mcp_*: set for a tool an MCP server answers; the span then also carries the OTel MCP
+    attributes (`mcp.method.name=tools/call`, protocol version, `network.transport`, and for
+    HTTP `network.protocol.name`, `server.address`, `server.port`)."""
     scope = ToolScope(_start(_TOOL_PREFIX + str(tool), _INTERNAL))
     if scope.recording:
         attrs: dict[str, Any] = {
@@ -563,8 +572,30 @@ def tool_span(
             attrs[c.TOOL_TIMEOUT_S] = _float(timeout_s)
         if arguments is not None and (text := _state.policy().json(arguments)) is not None:
             attrs[c.GEN_AI_TOOL_CALL_ARGUMENTS] = text
+        if mcp_server is not None:
+            attrs.update(_mcp_attributes(mcp_server, mcp_transport, mcp_protocol_version, server_address, server_port))
         _set(scope.span, attrs)
     return scope
+
+
+def _mcp_attributes(
+    server: str, transport: str | None, protocol_version: str | None, address: str | None, port: int | None
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {c.TOOL_MCP_SERVER: str(server), c.MCP_METHOD_NAME: c.MCP_METHOD_TOOLS_CALL}
+    if transport is not None:
+        attrs[c.TOOL_MCP_TRANSPORT] = _val(transport)
+        network = c.MCP_NETWORK_TRANSPORT.get(_val(transport))
+        if network is not None:
+            attrs[c.NETWORK_TRANSPORT] = network
+        if _val(transport) == c.McpTransport.STREAMABLE_HTTP:
+            attrs[c.NETWORK_PROTOCOL_NAME] = c.NETWORK_PROTOCOL_HTTP
+    if protocol_version:
+        attrs[c.MCP_PROTOCOL_VERSION] = protocol_version
+    if address:
+        attrs[c.SERVER_ADDRESS] = address
+    if port is not None:
+        attrs[c.SERVER_PORT] = _int(port)
+    return attrs
 
 
 # --------------------------------------------------------------------------------------------
