@@ -487,3 +487,26 @@ class McpTransport(StrEnum):
 
 # network.transport per MCP transport (the semconv's "Recording MCP transport").
 MCP_NETWORK_TRANSPORT = {McpTransport.STDIO: "pipe", McpTransport.STREAMABLE_HTTP: "tcp"}
+
+
+# --------------------------------------------------------------------------------------------
+# Loop guard (kernel/loop_guard.py): a refusal is an event on its step span, never a tool span,
+# so guard refusals do not count as tool calls, tool errors or denials anywhere.
+# --------------------------------------------------------------------------------------------
+
+
+class GuardRule(StrEnum):
+    """`steplens.guard.rule`: which loop-guard rule refused the model's action."""
+
+    REPEATED_CALL = "repeated_call"  # the same tool with the same arguments, within the window
+    SAME_TOOL_STREAK = "same_tool_streak"  # the same tool again and again with changed arguments
+    UNACKNOWLEDGED_ERROR = "unacknowledged_error"  # a finish right after a failed tool call
+
+
+EVENT_LOOP_GUARD = "steplens.loop_guard"  # event on the step span, one per refusal
+GUARD_RULE = "steplens.guard.rule"
+GUARD_SEVERITY = "steplens.guard.severity"  # soft (a warning) or hard (counts as a tool error)
+GUARD_PREVIOUS_STEP = "steplens.guard.previous_step"  # the step of the call it repeats, if any
+GUARD_MESSAGE = "steplens.guard.message"  # content: what the model was told instead
+STEP_GUARD_EVENTS = "steplens.step.guard_events"  # on the step span: how many refusals it had
+CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {GUARD_MESSAGE}

@@ -278,11 +278,15 @@ class StepScope(SpanScope):
         parse: str | None = None,
         thought: str | None = None,
         observation: str | None = None,
+        guard_events: int = 0,
     ) -> None:
-        """What the step turned out to be; `observation` is the text as the model saw it."""
+        """What the step turned out to be; `observation` is the text as the model saw it;
+        `guard_events` how many loop-guard refusals it had (recorded when > 0)."""
         if not self.recording:
             return
         attrs: dict[str, Any] = {c.STEP_KIND: _val(kind)}
+        if guard_events:
+            attrs[c.STEP_GUARD_EVENTS] = _int(guard_events)
         if action is not None:
             attrs[c.STEP_ACTION] = action
         if parse is not None:
@@ -294,6 +298,32 @@ class StepScope(SpanScope):
             if observation is not None:
                 attrs[c.STEP_OBSERVATION] = policy.text(observation)
         _set(self.span, attrs)
+
+
+def guard_event(
+    *,
+    rule: str,
+    severity: str,
+    message: str | None = None,
+    tool_name: str | None = None,
+    call_id: str | None = None,
+    previous_step: int | None = None,
+) -> None:
+    """`steplens.loop_guard`: an event on the current span (the step) for one loop-guard refusal.
+    `message` (what the model was told instead) is content."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    attrs: dict[str, Any] = {c.GUARD_RULE: _val(rule), c.GUARD_SEVERITY: _val(severity)}
+    if tool_name:
+        attrs[c.GEN_AI_TOOL_NAME] = tool_name
+    if call_id:
+        attrs[c.GEN_AI_TOOL_CALL_ID] = call_id
+    if previous_step is not None:
+        attrs[c.GUARD_PREVIOUS_STEP] = _int(previous_step)
+    if message is not None and (text := _state.policy().text(message)) is not None:
+        attrs[c.GUARD_MESSAGE] = text
+    span.add_event(c.EVENT_LOOP_GUARD, attrs, timestamp=stamp_ns())
 
 
 def step_span(index: int, *, plan_version: int | None = None, plan_step_id: str | None = None) -> StepScope:
