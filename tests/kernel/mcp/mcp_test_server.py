@@ -15,7 +15,7 @@ import socket
 import sys
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -33,6 +33,14 @@ def add(a: int, b: Annotated[int, Field(description="the second addend")]) -> in
 def whoami() -> dict:
     """The server's process id (lets a test kill this server)."""
     return {"pid": os.getpid()}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def traceparent(ctx: Context) -> str:
+    """The W3C traceparent the client sent in the request's _meta (empty when none)."""
+    meta = ctx.request_context.meta
+    value = meta.get("traceparent") if isinstance(meta, dict) else getattr(meta, "traceparent", None)
+    return str(value or "")
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))

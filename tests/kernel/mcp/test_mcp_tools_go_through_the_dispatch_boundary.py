@@ -70,3 +70,14 @@ async def test_agent_run_over_mcp_and_the_tool_span_names_the_server(make_source
         assert c.SERVER_ADDRESS not in a
     assert add.status.status_code is StatusCode.UNSET
     assert divide.status.status_code is StatusCode.ERROR and divide.attributes[c.ERROR_TYPE] == "exception"
+
+
+async def test_the_server_gets_the_tool_span_as_its_trace_parent(make_source, memory_handle) -> None:
+    async with make_source() as source:
+        llm = ScriptedLLM([act("traceparent"), final("ok")])
+        result = await Agent("mcp-agent", "1", llm, source.registry()).run("t")
+    assert result.ok
+    [span] = [s for s in memory_handle.memory_exporter.get_finished_spans() if s.name == "execute_tool traceparent"]
+    ctx = span.get_span_context()
+    version, trace_id, parent_id, _ = result.steps[0].observations[0].content.split("-")
+    assert (trace_id, parent_id) == (format(ctx.trace_id, "032x"), format(ctx.span_id, "016x"))
