@@ -57,6 +57,12 @@ def divide(a: float, b: float) -> float:
     return a / b
 
 
+@server.tool(name="notes.count", annotations=ToolAnnotations(read_only_hint=True))
+def notes_count() -> int:
+    """A tool whose MCP name (with a dot) no LLM provider accepts as a function name."""
+    return 7
+
+
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 async def hang() -> str:
     """Never answers."""

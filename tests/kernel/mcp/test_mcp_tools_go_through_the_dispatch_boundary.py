@@ -33,6 +33,10 @@ async def test_tools_load_with_schemas_and_flags(make_source) -> None:
         assert note.side_effect and note.risk == RiskLevel.MEDIUM  # read-only false, destructive false
         assert registry.get("calc_divide").timeout_s == 3
         assert add.origin.mcp_server == "calc" and add.origin.mcp_transport == source.transport.value
+        # A name with characters providers refuse is renamed; the call still uses the server's name.
+        assert "calc_notes_count" in registry and "calc_notes.count" not in registry
+        counted = await dispatch(registry, ToolCall(id="n", name="calc_notes_count"))
+        assert not counted.is_error and json.loads(counted.content) == {"result": 7}
 
 
 async def test_calls_are_validated_policed_and_errors_are_observations(make_source) -> None:
