@@ -40,7 +40,7 @@ async def test_tools_load_with_schemas_and_flags(make_source) -> None:
 
 
 async def test_calls_are_validated_policed_and_errors_are_observations(make_source) -> None:
-    async with make_source() as source:
+    async with make_source(overrides={"whoami": MCPToolOptions(rate_limit_per_minute=1)}) as source:
         registry = source.registry()
         ok = await dispatch(registry, ToolCall(id="1", name="add", arguments={"a": 2, "b": 40}))
         assert not ok.is_error and json.loads(ok.content) == {"result": 42}
@@ -54,6 +54,10 @@ async def test_calls_are_validated_policed_and_errors_are_observations(make_sour
         failed = await dispatch(registry, ToolCall(id="4", name="divide", arguments={"a": 1, "b": 0}))
         err = parse_error_observation(failed.content)
         assert err is not None and err.error == ToolErrorCode.EXCEPTION and "division by zero" in err.message
+
+        first = await dispatch(registry, ToolCall(id="5", name="whoami"))
+        second = await dispatch(registry, ToolCall(id="6", name="whoami"))
+        assert not first.is_error and second.error.error == ToolErrorCode.RATE_LIMITED
 
 
 async def test_agent_run_over_mcp_and_the_tool_span_names_the_server(make_source, memory_handle) -> None:
