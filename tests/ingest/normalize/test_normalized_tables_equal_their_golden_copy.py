@@ -32,7 +32,15 @@ from ingest.otlp.decode import decode_body
 
 ROOT = Path(__file__).resolve().parents[3]
 FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks"
-SHARED_OPENAI = ROOT.parent / "shared" / "fixtures" / "otel-genai-openai" / "traces-001.bin"
+# `shared/` sits beside the repository, or beside the directory of worktrees holding it.
+SHARED_OPENAI = next(
+    (
+        path
+        for path in (d / "shared" / "fixtures" / "otel-genai-openai" / "traces-001.bin" for d in ROOT.parents[:2])
+        if path.is_file()
+    ),
+    ROOT.parent / "shared" / "fixtures" / "otel-genai-openai" / "traces-001.bin",
+)
 GOLDEN = Path(__file__).resolve().parent / "golden" / "spans.jsonl.gz"
 INGESTED_AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 BENCH_T0_NS = 1_767_000_000_000_000_000
