@@ -21,7 +21,8 @@ realistic agent spans (~700 bytes each on the wire; bench/_ingest_payloads.py). 
    bytes per span = database file size / spans.
 
 The reference receiver (bench/_ingest_reference.py: decode, ack before commit, flatten in Python,
-Arrow, DuckDB append) gets phase 1 and 3 in the same run, as the yardstick on this machine/load.
+Arrow, DuckDB append) gets phase 1 and 3 in the same run, as the yardstick on this machine/load;
+the last line is steplens' durable spans/s as a ratio of the reference's.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ TARGET_P99_MS = 250.0
 TARGET_VISIBLE_S = 1.0
 TARGET_RSS_MIB = 1024.0
 TARGET_BYTES_PER_SPAN = 400.0
+TARGET_REFERENCE_RATIO = 0.9  # durable spans/s over the reference receiver's, same run
 _STORED = re.compile(r"^steplens_spans_stored_total ([0-9.e+]+)$", re.MULTILINE)
 
 
@@ -408,6 +410,17 @@ def run_steplens(factory: PayloadFactory, args: argparse.Namespace, workdir: Pat
     return {"throughput": asdict(t) | {"latencies_ms": None}, "latency": asdict(lat), "disk": asdict(d)}
 
 
+def report_ratio(results: dict) -> float:
+    """steplens' durable spans/s over the reference receiver's, both measured in this run: the
+    yardstick that survives the machine's load (issue 19 asks for >= 0.9)."""
+    ours = results["steplens"]["throughput"]["durable_spans_s"]
+    reference = results["reference"]["throughput"]["durable_spans_s"]
+    ratio = ours / reference if reference else 0.0
+    print(f"steplens / reference durable spans/s: {ours:,.0f} / {reference:,.0f} = {ratio:.2f}x "
+          f"(goal >= {TARGET_REFERENCE_RATIO:.1f}x: {'MET' if ratio >= TARGET_REFERENCE_RATIO else 'NOT MET'})")
+    return ratio
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of full-speed sending")
@@ -430,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_reference:
             results["reference"] = run_reference(factory, args, workdir)
         results["steplens"] = run_steplens(factory, args, workdir)
+        if "reference" in results:
+            results["ratio_to_reference"] = report_ratio(results)
     finally:
         results["load_end"] = os.getloadavg()
         print(f"{loadavg()} at end; work files in {workdir}" + ("" if args.keep else " (removed)"))

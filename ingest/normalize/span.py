@@ -105,11 +105,18 @@ _MODEL_KEYS = frozenset(
     (*REQUEST_MODEL_KEYS, *RESPONSE_MODEL_KEYS, *PROVIDER_KEYS, c.OI_LLM_INVOCATION_PARAMETERS)
 )
 _IDENTITY_KEYS = frozenset((*CONVERSATION_KEYS, *USER_KEYS))
+# steplens' own run/step facts: on run roots and steps only, so one set check spares the other
+# spans five look-ups and coercion calls.
+_RUN_FACT_KEYS = frozenset((c.STEP_INDEX, c.RUN_STOP_REASON, c.RUN_OK, c.RUN_STEPS, c.RUN_MODE))
+# Tool and agent name keys: one set check spares most spans three first_str calls.
+_NAME_KEYS = frozenset((*TOOL_NAME_KEYS, *AGENT_NAME_KEYS, *AGENT_VERSION_KEYS))
 
 # Classes whose own usage is a model call; aggregates on agent/step spans are not copied, so
 # summing the column over a trace never double-counts children.
 _TOKEN_CLASSES = frozenset({Op.LLM.value, Op.EMBEDDING.value})
 _TOOL = Op.TOOL.value
+_DERIVED_CLASSES = frozenset({_TOOL, Op.TRUNCATE.value})  # with errors, the spans with derived columns
+_NO_DERIVED = (None, None, None, None, None)
 _AGENT = Op.AGENT.value
 _WORKFLOW = Op.WORKFLOW.value
 _RUN_CLASSES = frozenset({_AGENT, _WORKFLOW})
@@ -301,7 +308,9 @@ def span_row(
                 first_us = langfuse.completion_start_us(get(c.LANGFUSE_OBSERVATION_COMPLETION_START_TIME))
                 if first_us is not None and first_us * 1000 >= start_ns:
                     ttfc_ms = (first_us - start_ns // 1000) / 1000.0
-    cost = as_cost(get(c.COST_USD))
+    cost = get(c.COST_USD)
+    if cost is not None:
+        cost = as_cost(cost)
     cost_source = None
     if cost is not None:
         cost_source = _COST_SPAN
@@ -323,7 +332,11 @@ def span_row(
 
     # tools, agents, errors
     traceloop_kind = get(c.TRACELOOP_SPAN_KIND)
-    tool_name = first_str(attrs, TOOL_NAME_KEYS)
+    tool_name = agent_name = agent_version = None
+    if not _NAME_KEYS.isdisjoint(attrs):
+        tool_name = first_str(attrs, TOOL_NAME_KEYS)
+        agent_name = first_str(attrs, AGENT_NAME_KEYS)
+        agent_version = first_str(attrs, AGENT_VERSION_KEYS)
     if tool_name is None and operation == _TOOL:
         if traceloop_kind is not None:
             tool_name = as_str(get(c.TRACELOOP_ENTITY_NAME))
@@ -331,8 +344,6 @@ def span_row(
             tool_name = name  # a Langfuse observation's name is its span name
         elif name.startswith(TOOL_PREFIX):
             tool_name = name[len(TOOL_PREFIX) :] or None  # `execute_tool <tool>` (GenAI span name)
-    agent_name = first_str(attrs, AGENT_NAME_KEYS)
-    agent_version = first_str(attrs, AGENT_VERSION_KEYS)
     if operation in _RUN_CLASSES:
         if agent_name is None:
             agent_name, version = _run_name(name, attrs, traceloop_kind, lf_type, scope)
@@ -340,12 +351,17 @@ def span_row(
         if agent_version is None and lf_type is not None:
             agent_version = first_str(attrs, LANGFUSE_VERSION_KEYS)
 
-    events, exc_type, exc_message = events_json(span)
+    if span.events:
+        events, exc_type, exc_message = events_json(span)
+    else:
+        events, exc_type, exc_message = "[]", None, None
     is_error = code == _STATUS_ERROR
     if not is_error and lf_type is not None and get(c.LANGFUSE_OBSERVATION_LEVEL) == c.LANGFUSE_LEVEL_ERROR:
         is_error, status_name = True, STATUS_NAMES[_STATUS_ERROR]
         status_message = status_message or as_str(get(c.LANGFUSE_OBSERVATION_STATUS_MESSAGE))
-    error_type = as_str(get(c.ERROR_TYPE))
+    error_type = get(c.ERROR_TYPE)
+    if error_type is not None:
+        error_type = as_str(error_type)
     if error_type is None and is_error:
         error_type = exc_type
     if error_type is not None:
@@ -365,6 +381,19 @@ def span_row(
         conversation_id = conversation_id or as_str(get(c.LANGFUSE_SESSION_ID))
         user_id = user_id or as_str(get(c.LANGFUSE_USER_ID))
         environment = environment or as_str(get(c.LANGFUSE_ENVIRONMENT))
+
+    step_index = stop_reason = run_ok = run_steps = run_mode = None
+    if not _RUN_FACT_KEYS.isdisjoint(attrs):
+        step_index = as_int32(get(c.STEP_INDEX))
+        stop_reason = as_str(get(c.RUN_STOP_REASON))
+        run_ok = as_bool(get(c.RUN_OK))
+        run_steps = as_int32(get(c.RUN_STEPS))
+        run_mode = as_str(get(c.RUN_MODE))
+    has_error = is_error or error_type is not None
+    if has_error or operation in _DERIVED_CLASSES:
+        derived = derived_columns(operation, attrs, has_error, status_message, exc_message)
+    else:
+        derived = _NO_DERIVED
 
     return (
         project,
@@ -393,19 +422,19 @@ def span_row(
         cost_source,
         tool_name,
         error_type,
-        as_int32(get(c.STEP_INDEX)),
-        as_str(get(c.RUN_STOP_REASON)),
-        as_bool(get(c.RUN_OK)),
-        as_int32(get(c.RUN_STEPS)),
+        step_index,
+        stop_reason,
+        run_ok,
+        run_steps,
         conversation_id,
         user_id,
         environment,
-        as_str(get(c.RUN_MODE)),
+        run_mode,
         to_json(attrs),
         events,
         resource_json,
         ingested_us,
-        *derived_columns(operation, attrs, is_error or error_type is not None, status_message, exc_message),
+        *derived,
         agent_id,
         reasoning,
         cache_write,
