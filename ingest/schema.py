@@ -398,8 +398,8 @@ TOOL_ROLLUP_NUMBERS = (
 )  # fmt: skip
 # The run facts a rollup cell is keyed by. Version 8's backfill was written with the first three;
 # `mode` joined them later (ANALYTICS_RUN_MODE), so that migration keeps its own tuple.
-_V8_ROLLUP_FACTS = ("agent", "version", "environment")
-ROLLUP_FACTS = (*_V8_ROLLUP_FACTS, "mode")
+V8_ROLLUP_FACTS = ("agent", "version", "environment")
+ROLLUP_FACTS = (*V8_ROLLUP_FACTS, "mode")
 TOOL_ROLLUP_KEYS = ("start_time", "project", *ROLLUP_FACTS, "tool_name", "part", "part_key")
 
 
@@ -476,7 +476,7 @@ def trace_key_sql(expr: str) -> str:
 TOOL_ROLLUP_BACKFILL = f"""
 INSERT INTO tool_rollup BY NAME
 SELECT * FROM ({tool_rollup_rows("SELECT *, 1 AS sign FROM tool_calls", "SELECT *, 1 AS sign FROM tool_carry",
-                                 _V8_ROLLUP_FACTS)})
+                                 V8_ROLLUP_FACTS)})
 ORDER BY start_time
 """
 
