@@ -197,3 +197,16 @@ def test_rollup_maintained_by_deltas_equals_one_rebuilt_from_scratch(stores, sto
     assert len(stored) > 50 and stored == rebuilt
     hours = {row[0] for row in stored}
     assert len(hours) >= 2, "the runs should span more than one hour bucket"
+
+
+@pytest.mark.parametrize("store", ["whole", "shuffled"])
+def test_analytics_rows_carry_their_runs_mode_whatever_the_arrival_order(stores, store):
+    """A run's mode is on its root span, which may come after its tool and LLM spans: the rows
+    written before it must take it once it arrives, or eval calls would count as live."""
+    conn = stores[store]
+    for table in ("tool_calls", "tool_carry", "run_models"):
+        rows, wrong, moded = conn.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE x.mode IS DISTINCT FROM r.mode), count(r.mode) "
+            f"FROM {table} x JOIN runs r USING (project, trace_id)"
+        ).fetchall()[0]
+        assert rows and moded and wrong == 0, table
