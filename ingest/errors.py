@@ -94,6 +94,13 @@ class Overloaded(IngestError):
         self.retry_after = min(5, max(1, int(retry_after)))
 
 
+class StorageUnavailable(Overloaded):
+    """The spool or the database cannot be written right now (disk full, I/O error): nothing was
+    acknowledged, and the client retries after `retry_after` seconds, like any overload."""
+
+    reason = "storage_unavailable"
+
+
 class Internal(IngestError):
     """A bug or an unexpected failure of a dependency; logged with its traceback server-side."""
 

@@ -26,7 +26,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ingest.auth import KeyRing, authorize, presented_key
 from ingest.config import Settings
 from ingest.errors import IngestError, Internal, Overloaded, PortInUse
+from ingest.memory_bound import decoded_estimate
 from ingest.metrics import IngestMetrics
+from ingest.otlp.budget import InflightBudget, Reservation
 from ingest.otlp.decode import parse_protobuf
 from ingest.otlp.export import SpanSink, export_validated
 from ingest.otlp.limits import AttributeLimits
@@ -51,12 +53,15 @@ class TraceServiceHandler:
     response_type: type[Message] = ExportTraceServiceResponse
 
     def __init__(
-        self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, limits: AttributeLimits | None = None
+        self, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, limits: AttributeLimits | None = None,
+        budget: InflightBudget | None = None,
     ) -> None:
         self.store = store
         self.metrics = metrics
         self.keyring = keyring
         self.limits = limits
+        # the HTTP receiver's in-flight budget, shared: decoded requests count once, whatever the transport
+        self.budget = budget
 
     def generic_handler(self) -> grpc.GenericRpcHandler:
         export = grpc.unary_unary_rpc_method_handler(
@@ -67,7 +72,11 @@ class TraceServiceHandler:
         return grpc.method_handlers_generic_handler(self.service, {"Export": export})
 
     async def export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
+        reservation = Reservation(self.budget) if self.budget is not None else None
         try:
+            if reservation is not None:
+                # gRPC has received the message already; what decoding it will hold is reserved first
+                reservation.take(len(body) + decoded_estimate(len(body)))
             response = await self._export(body, context)
         except IngestError as exc:
             error = exc
@@ -77,6 +86,9 @@ class TraceServiceHandler:
         else:
             self.metrics.requests.labels(transport=TRANSPORT, code=grpc.StatusCode.OK.name).inc()
             return response
+        finally:
+            if reservation is not None:
+                reservation.release()
         code = error.mapping.grpc_code
         self.metrics.requests.labels(transport=TRANSPORT, code=code.name).inc()
         log.info("OTLP/gRPC export answered %s (%s): %s", code.name, error.reason, error.message)
@@ -134,7 +146,8 @@ def grpc_address(host: str, port: int) -> str:
 
 
 async def start_grpc_server(
-    settings: Settings, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, port: int
+    settings: Settings, store: SpanSink, metrics: IngestMetrics, keyring: KeyRing, port: int,
+    budget: InflightBudget | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Bind and start the gRPC receiver on `port` (0 = any free port); returns it and the bound port."""
     server = grpc.aio.server(
@@ -146,8 +159,8 @@ async def start_grpc_server(
     )
     server.add_generic_rpc_handlers(
         (
-            TraceServiceHandler(store, metrics, keyring, settings.attribute_limits).generic_handler(),
-            LogsServiceHandler(store, metrics, keyring).generic_handler(),
+            TraceServiceHandler(store, metrics, keyring, settings.attribute_limits, budget).generic_handler(),
+            LogsServiceHandler(store, metrics, keyring, None, budget).generic_handler(),
         )
     )
     address = grpc_address(settings.host, port)

@@ -27,11 +27,14 @@ def health_router(store: SpanSink, metrics: IngestMetrics) -> APIRouter:
     async def readyz() -> JSONResponse:
         try:
             ready = bool(store.ready())
+            # a store that can say why (SpanStore: starting, fatal error, disk full) does
+            explain = getattr(store, "not_ready_reason", None)
+            reason = (explain() if explain is not None and not ready else None) or "store is starting or stopped"
         except Exception as exc:  # a failing probe is "not ready", with the reason, never a 500
             return JSONResponse({"status": "not ready", "reason": type(exc).__name__}, status_code=503)
         if ready:
             return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "not ready", "reason": "store is starting or stopped"}, status_code=503)
+        return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
 
     @router.get("/metrics", dependencies=[Depends(require_scope("operator"))])
     async def prometheus_metrics() -> Response:

@@ -55,6 +55,29 @@ class IngestMetrics:
         self.upkeep_traces = Counter(
             "steplens_upkeep_traces", "Traces whose analytics rows an upkeep pass recomputed.", registry=r
         )
+        self.records_dead_lettered = Counter(
+            "steplens_records_dead_lettered",
+            "Acknowledged records set aside in <spool>/dead/ because they fail on their own, by the error's class "
+            "(see `steplens spool list`).",
+            ["reason"],
+            registry=r,
+        )
+        self.storage_unwritable = Gauge(
+            "steplens_storage_unwritable",
+            "1 while the spool or the database cannot be written (exports get 503 and /readyz is not ready).",
+            ["part"],
+            registry=r,
+        )
+        self.upkeep_traces_isolated = Counter(
+            "steplens_upkeep_traces_isolated",
+            "Traces whose analytics upkeep failed on their own data and were set aside (retried alone with "
+            "backoff), by the error's class.",
+            ["reason"],
+            registry=r,
+        )
+        self.upkeep_traces_set_aside = Gauge(
+            "steplens_upkeep_traces_set_aside", "Traces whose analytics upkeep is set aside right now.", registry=r
+        )
         self.checkpoint_seconds = Histogram(
             "steplens_checkpoint_seconds", "Latency of one DuckDB checkpoint run by the writer.", registry=r
         )

@@ -575,6 +575,20 @@ ORDER BY start_time
 """,
 ]
 
+# Traces whose analytics upkeep fails on their own (ingest/store/upkeep.py isolates them): skipped by
+# every pass, retried alone with backoff from `next_at`, so one bad trace never blocks the others'
+# analytics. Kept in DuckDB so the backoff and the count survive a restart.
+UPKEEP_QUARANTINE_DDL = """
+CREATE TABLE IF NOT EXISTS upkeep_quarantine (
+    project      VARCHAR   NOT NULL,
+    trace_id     VARCHAR   NOT NULL,
+    attempts     INTEGER   NOT NULL,   -- failed upkeep attempts so far
+    reason       VARCHAR   NOT NULL,   -- the last error, "<class>: <message>"
+    first_failed TIMESTAMP NOT NULL,
+    next_at      TIMESTAMP NOT NULL    -- not retried before this
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -589,6 +603,7 @@ MIGRATIONS: list[list[str]] = [
     RUNS_DERIVED,  # runs of foreign clients: stop reason source, failure evidence, agents, is_run
     CONVENTION_SPAN_COLUMNS,  # span facts of more client conventions (reasoning, cache write, TTFC)
     [LOG_RECORDS_DDL],  # OTLP log records: GenAI events and evaluation results keyed to their spans
+    [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
 ]
 

@@ -39,6 +39,7 @@ from ingest.errors import (
     UnsupportedMediaType,
 )
 from ingest.health import health_router
+from ingest.memory_bound import decoded_estimate
 from ingest.metrics import IngestMetrics
 from ingest.otlp.budget import InflightBudget, Reservation
 from ingest.otlp.decode import (
@@ -130,9 +131,16 @@ def create_app(
         _check_codings(encoding)
         reservation = Reservation(budget)
         try:
+            # what decoding will hold, reserved before the body is read (ingest/memory_bound.py): a
+            # burst of large bodies is refused at once instead of all being decoded together
+            declared = request.headers.get("content-length", "").strip()
+            estimated = 0
+            if declared.isdigit() and int(declared) <= settings.max_body_bytes:
+                estimated = decoded_estimate(int(declared))
+                reservation.take(estimated)
             raw = await _read_body(request, settings.max_body_bytes, reservation)
             result = await asyncio.to_thread(
-                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation,
+                _decode_and_validate, raw, fmt, encoding, settings.max_body_bytes, reservation, estimated,
                 settings.attribute_limits, settings.max_gzip_members,
             )
             del raw
@@ -205,13 +213,17 @@ def _decode_and_validate(
     encoding: str | None,
     limit: int,
     reservation: Reservation,
+    estimated: int = 0,
     limits: AttributeLimits | None = None,
     max_gzip_members: int = DEFAULT_MAX_GZIP_MEMBERS,
 ) -> ValidationResult:
-    """CPU-bound part of an export, run in a worker thread so the event loop keeps serving."""
+    """CPU-bound part of an export, run in a worker thread so the event loop keeps serving.
+    `estimated`: the decoded size already reserved from the declared length."""
     data = decompress(raw, encoding, limit, max_gzip_members)
-    if data is not raw:
-        reservation.take(len(data))
+    # the decompressed bytes, and whatever of their decoded form the declared length did not cover
+    extra = (len(data) if data is not raw else 0) + decoded_estimate(len(data)) - estimated
+    if extra > 0:
+        reservation.take(extra)
     if fmt is BodyFormat.PROTOBUF:
         result = validate_request(parse_protobuf(data), None, limits, len(data))
         if not result.rejections and not result.changed:
@@ -311,7 +323,7 @@ class ServerStack:
             if self.settings.grpc_port:
                 port = 0 if self._ephemeral else self.settings.grpc_port
                 grpc_server, self.grpc_port = await start_grpc_server(
-                    self.settings, self.store, self.metrics, self.keyring, port
+                    self.settings, self.store, self.metrics, self.keyring, port, budget=self.app.state.budget
                 )
             http_task = asyncio.create_task(self._uvicorn.serve(sockets=[self.http_socket]))
             while not self._uvicorn.started and not http_task.done():

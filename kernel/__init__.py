@@ -50,9 +50,14 @@ _EXPORTS: dict[str, str] = {
     "LLMResponse": "kernel.types",
     "Observation": "kernel.types",
     "StepRecord": "kernel.types",
+    "GuardEvent": "kernel.types",
     "RunResult": "kernel.types",
     "StopReason": "tracer.conventions",
     "StepKind": "tracer.conventions",
+    "GuardRule": "tracer.conventions",
+    # MCP servers as a tool source (imports the mcp SDK only when used)
+    "MCPToolSource": "kernel.mcp",
+    "MCPToolOptions": "kernel.mcp",
 }
 
 __all__ = [
@@ -70,6 +75,8 @@ __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "Delayed",
     "DenyAll",
+    "GuardEvent",
+    "GuardRule",
     "LLM",
     "LLMCall",
     "LLMError",
@@ -77,6 +84,8 @@ __all__ = [
     "LLMUnavailable",
     "LoopGuard",
     "LoopVerdict",
+    "MCPToolOptions",
+    "MCPToolSource",
     "Message",
     "Observation",
     "PolicyDecision",
@@ -115,6 +124,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
     from kernel.context import Compaction, Context, ContextPolicy
     from kernel.llm import LLM, Delayed, LLMError, LLMUnavailable, ScriptedLLM
     from kernel.loop_guard import LoopGuard, LoopVerdict
+    from kernel.mcp import MCPToolOptions, MCPToolSource
     from kernel.policy import (
         AllowAll,
         AllowList,
@@ -125,5 +135,14 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         SideEffectPolicy,
     )
     from kernel.tools import Tool, ToolRegistry, tool
-    from kernel.types import LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall, Usage
-    from tracer.conventions import StepKind, StopReason
+    from kernel.types import (
+        GuardEvent,
+        LLMResponse,
+        Message,
+        Observation,
+        RunResult,
+        StepRecord,
+        ToolCall,
+        Usage,
+    )
+    from tracer.conventions import GuardRule, StepKind, StopReason

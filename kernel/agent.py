@@ -35,8 +35,8 @@ from kernel.parsing import EXPECTED_FORMAT, ParsedOutput, parse_response
 from kernel.policy import SideEffectPolicy
 from kernel.tools import Tool, ToolRegistry
 from kernel.truncation import Truncation
-from kernel.types import LLMResponse, Observation, RunResult, StepRecord, ToolCall, Usage
-from tracer.conventions import ParseStatus, StepKind, StopReason, ToolDecision
+from kernel.types import GuardEvent, LLMResponse, Observation, RunResult, StepRecord, ToolCall, Usage
+from tracer.conventions import GuardRule, ParseStatus, StepKind, StopReason, ToolDecision
 from tracer.pricing import cost_usd
 
 log = logging.getLogger(__name__)
@@ -375,6 +375,9 @@ class Agent:
         if refusal is not None:
             record.kind = StepKind.LOOP_GUARD
             record.observation_text = refusal
+            event = GuardEvent(rule=GuardRule.UNACKNOWLEDGED_ERROR, severity="soft", message=refusal)
+            record.guard_events.append(event)
+            telemetry.guard_event(event)
             state.context.add_feedback(refusal)
             return
         record.kind = StepKind.FINISH
@@ -392,16 +395,20 @@ class Agent:
                 self._raise_if_cancelled(state)
                 verdict = state.guard.check_call(record.index, call)
                 if verdict is not None:
-                    obs = Observation(
-                        tool_call_id=call.id,
+                    # A guard event, not a tool call: nothing is dispatched, no execute_tool span.
+                    event = GuardEvent(
+                        rule=verdict.rule,
+                        severity=verdict.severity,
+                        message=verdict.message,
                         tool_name=call.name,
-                        content=verdict.message,
-                        decision=ToolDecision.DENIED,
+                        tool_call_id=call.id,
+                        previous_step=verdict.previous_step,
+                        counts_as_error=verdict.counts_as_error,
                     )
-                    telemetry.blocked_call(self.tools.get(call.name), call, verdict.message)
-                    if verdict.counts_as_error:
+                    record.guard_events.append(event)
+                    telemetry.guard_event(event)
+                    if verdict.counts_as_error:  # a model ignoring warnings runs out of its error streak
                         state.budget.record_tool_outcome(True)
-                    record.observations.append(obs)
                     seen.append((call, verdict.message))
                     continue
                 obs = await self._dispatch_tool(state, call)

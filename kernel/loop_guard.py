@@ -7,6 +7,15 @@ earlier executions already returned the same observation twice, or a repeat afte
 flagged harder (`severity="hard"`); the loop counts a hard flag as an error so a model that keeps
 ignoring the warning exhausts its error budget instead of its step budget.
 
+Models also flail: the same tool again and again, each time with slightly different arguments
+(another spelling, another page, another id). With `max_same_tool_in_a_row=N`, a call of the tool
+whose last N executed calls in a row were that tool is not executed either: the first time it is
+a warning, a further call of the same tool in that streak is a hard flag. Any other executed call
+ends the streak. `None` (or 0) disables the rule.
+
+A refusal is not a tool call: the loop records it as a guard event on the step (design.md §2),
+never as a denied `execute_tool`, so it does not inflate tool error or denial rates.
+
 The error-ack policy exists because models tend to "finish" right after a failed tool call with
 an answer the failure should have changed. With `require_error_ack=True`, a finish is refused
 until the model has made another tool call after the error.
@@ -19,16 +28,19 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kernel.types import ToolCall
+from tracer.conventions import GuardRule
 
 Severity = Literal["soft", "hard"]
 
 
 @dataclass(frozen=True)
 class LoopGuard:
-    """Configuration (shared by all runs of an agent). `window=0` disables repeat detection."""
+    """Configuration (shared by all runs of an agent). `window=0` disables repeat detection;
+    `max_same_tool_in_a_row=None` disables the same-tool streak rule."""
 
     window: int = 3
     require_error_ack: bool = False
+    max_same_tool_in_a_row: int | None = None
 
     def session(self) -> LoopGuardSession:
         """Fresh per-run state."""
@@ -41,8 +53,9 @@ class LoopVerdict:
 
     severity: Severity
     message: str
-    previous_step: int
+    previous_step: int | None
     counts_as_error: bool
+    rule: GuardRule = GuardRule.REPEATED_CALL
 
 
 def call_key(call: ToolCall) -> str:
@@ -68,9 +81,39 @@ class LoopGuardSession:
     _executed: dict[str, list[_Execution]] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
     pending_error: str | None = None
+    # The current streak of executed calls of one tool: (name, count, step of the last one).
+    _streak_tool: str | None = None
+    _streak: int = 0
+    _streak_step: int = 0
+    _streak_warned: bool = False
 
     def check_call(self, step: int, call: ToolCall) -> LoopVerdict | None:
-        """None when the call may run; a verdict when it repeats a recent identical call."""
+        """None when the call may run; a verdict when it repeats a recent identical call, or
+        continues a streak of the same tool beyond `max_same_tool_in_a_row`."""
+        return self._check_repeat(step, call) or self._check_streak(call)
+
+    def _check_streak(self, call: ToolCall) -> LoopVerdict | None:
+        limit = self.config.max_same_tool_in_a_row
+        if not limit or self._streak_tool != call.name or self._streak < limit:
+            return None
+        hard = self._streak_warned
+        self._streak_warned = True
+        if hard:
+            message = (
+                f"LOOP DETECTED: {call.name} was already called {self._streak} times in a row with "
+                "different arguments and you were warned; it was NOT executed. Use the results you "
+                "have, try a different tool, or finish."
+            )
+        else:
+            message = (
+                f"Warning: {call.name} was already called {self._streak} times in a row with "
+                "different arguments; it was NOT executed again. Read the results you have: if "
+                "they do not help, a different tool or approach is needed, not another variation."
+            )
+        return LoopVerdict(severity="hard" if hard else "soft", message=message, previous_step=self._streak_step,
+                           counts_as_error=hard, rule=GuardRule.SAME_TOOL_STREAK)
+
+    def _check_repeat(self, step: int, call: ToolCall) -> LoopVerdict | None:
         if self.config.window <= 0:
             return None
         key = call_key(call)
@@ -98,11 +141,16 @@ class LoopGuardSession:
                 "Use that result, or change the arguments."
             )
         return LoopVerdict(severity="hard" if hard else "soft", message=message,
-                           previous_step=last.step, counts_as_error=hard)
+                           previous_step=last.step, counts_as_error=hard, rule=GuardRule.REPEATED_CALL)
 
     def record_execution(self, step: int, call: ToolCall, observation: str, is_error: bool) -> None:
         """Remember an executed call; an error becomes the pending error, any call acts on it."""
         self._executed.setdefault(call_key(call), []).append(_Execution(step, observation))
+        if call.name == self._streak_tool:
+            self._streak += 1
+        else:
+            self._streak_tool, self._streak, self._streak_warned = call.name, 1, False
+        self._streak_step = step
         self.pending_error = f"{call.name}: {_short(observation, 300)}" if is_error else None
 
     def check_finish(self) -> str | None:

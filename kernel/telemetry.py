@@ -29,10 +29,10 @@ from kernel.llm.base import describe
 from kernel.llm.estimate import estimate_usage
 from kernel.llm.scope import AttemptRequest, NullAttemptScope, current_attempt_request
 from kernel.truncation import Truncation, truncate_observation
-from kernel.types import LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall
+from kernel.types import GuardEvent, LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall
 from tracer import conventions as c
 from tracer import spans
-from tracer.conventions import RunMode, StepKind, StopReason, ToolDecision, ToolErrorCode
+from tracer.conventions import RunMode, StepKind, StopReason, ToolErrorCode
 from tracer.pricing import cost_usd
 
 if TYPE_CHECKING:
@@ -265,6 +265,7 @@ class StepTrace(_Traced):
                 parse=record.parse,
                 thought=record.thought,
                 observation=record.observation_text,
+                guard_events=len(record.guard_events),
             )
         super()._on_exit(scope, exc)  # a stop inside the step: ERROR, error.type = stop reason
 
@@ -456,6 +457,16 @@ def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:
     if not _on():
         return ToolTrace(None, False)
     try:
+        origin = tool.origin if tool is not None else None
+        remote: dict[str, Any] = {}
+        if origin is not None:
+            remote = {
+                "mcp_server": origin.mcp_server,
+                "mcp_transport": origin.mcp_transport,
+                "mcp_protocol_version": origin.mcp_protocol_version,
+                "server_address": origin.server_address,
+                "server_port": origin.server_port,
+            }
         scope = spans.tool_span(
             # A name no tool has is the model's free text: bounded like a valid name (64 chars).
             call.name if tool is not None else call.name[:_MAX_UNKNOWN_NAME],
@@ -464,6 +475,7 @@ def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:
             risk=tool.risk if tool is not None else None,
             timeout_s=tool.timeout_s if tool is not None else None,
             arguments=call.arguments,
+            **remote,
         )
     except Exception:
         log.warning("steplens: could not start a tool span", exc_info=True)
@@ -471,14 +483,22 @@ def tool_span(tool: Tool | None, call: ToolCall) -> ToolTrace:
     return ToolTrace(scope, tool is not None and tool.price_usd is not None)
 
 
-def blocked_call(tool: Tool | None, call: ToolCall, message: str) -> None:
-    """A call the loop guard refused: an `execute_tool` span with decision `denied`, so repeats
-    show up in traces and tool stats like any other refused call."""
-    with tool_span(tool, call) as span:
-        scope = span._scope
-        if scope is not None:
-            scope.finish(decision=ToolDecision.DENIED, result=message,
-                         error_type=ToolErrorCode.DENIED, error_message=message)
+def guard_event(event: GuardEvent) -> None:
+    """A loop-guard refusal: an event on the current step span (design.md §2). Deliberately not
+    an `execute_tool` span: nothing was dispatched, so no tool call, error or denial is counted."""
+    if not _on():
+        return
+    try:
+        spans.guard_event(
+            rule=event.rule,
+            severity=event.severity,
+            message=event.message,
+            tool_name=event.tool_name[:_MAX_UNKNOWN_NAME] if event.tool_name else None,
+            call_id=event.tool_call_id,
+            previous_step=event.previous_step,
+        )
+    except Exception:
+        log.warning("steplens: could not record a loop-guard event", exc_info=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,6 +38,18 @@ class ToolArgumentsError(ValueError):
     `exception` (the tool's fault)."""
 
 
+@dataclass(frozen=True)
+class ToolOrigin:
+    """Where a tool's calls are answered when that is not this process (an MCP server): what its
+    `execute_tool` span records about the server (design.md §2). None fields are left out."""
+
+    mcp_server: str
+    mcp_transport: str
+    mcp_protocol_version: str | None = None
+    server_address: str | None = None
+    server_port: int | None = None
+
+
 @dataclass
 class Tool:
     """One callable tool. `handler` is awaited with the call's arguments as keyword arguments."""
@@ -51,6 +63,8 @@ class Tool:
     risk: RiskLevel = RiskLevel.LOW
     price_usd: float | None = None
     rate_limit_per_minute: float | None = None
+    # Set for tools of another source (kernel.mcp); None for tools of this process.
+    origin: ToolOrigin | None = None
     # Built lazily; the validator is compiled once per tool rather than once per call.
     _validator: Validator | None = field(default=None, init=False, repr=False, compare=False)
     # aiolimiter binds a limiter to one event loop, so keep one per loop (tests and repeated

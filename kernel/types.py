@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tracer.conventions import ParseStatus, StepKind, StopReason, ToolDecision, ToolErrorCode
+from tracer.conventions import GuardRule, ParseStatus, StepKind, StopReason, ToolDecision, ToolErrorCode
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -87,6 +87,19 @@ class Observation(BaseModel):
     approval_id: str | None = None
 
 
+class GuardEvent(BaseModel):
+    """A loop-guard refusal: the call (or finish) that did not happen, and what the model was told
+    instead. Not an Observation: nothing was dispatched, so it is no tool call, error or denial."""
+
+    rule: GuardRule
+    severity: Literal["soft", "hard"]
+    message: str
+    tool_name: str | None = None  # None for a refused finish
+    tool_call_id: str | None = None
+    previous_step: int | None = None
+    counts_as_error: bool = False
+
+
 class StepRecord(BaseModel):
     """One loop iteration, as recorded in the `RunResult`."""
 
@@ -95,7 +108,9 @@ class StepRecord(BaseModel):
     parse: ParseStatus = ParseStatus.OK
     thought: str | None = None
     calls: list[ToolCall] = Field(default_factory=list)
+    # One per dispatched call (calls the loop guard refused have a guard event instead).
     observations: list[Observation] = Field(default_factory=list)
+    guard_events: list[GuardEvent] = Field(default_factory=list)
     # The observation text(s) after truncation, as the model saw them.
     observation_text: str | None = None
     model: str | None = None

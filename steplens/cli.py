@@ -213,6 +213,33 @@ def eval_compare(
     raise typer.Exit(eval_compare_command(run_a, run_b, runs_dir))
 
 
+spool_app = typer.Typer(help="Dead records of the write-ahead spool: list them, replay them.", no_args_is_help=True)
+app.add_typer(spool_app, name="spool")
+
+
+@spool_app.command("list")
+def spool_list(
+    config: Annotated[Path | None, typer.Option(help="steplens.toml of the server.")] = None,
+    db: Annotated[Path | None, typer.Option(help="DuckDB file of the server (its spool is next to it).")] = None,
+) -> None:
+    """List the acknowledged records the server set aside (project, spans, the error)."""
+    from ingest.spool_cli import list_command
+
+    raise typer.Exit(list_command(config, db))
+
+
+@spool_app.command("replay")
+def spool_replay(
+    config: Annotated[Path | None, typer.Option(help="steplens.toml of the server.")] = None,
+    db: Annotated[Path | None, typer.Option(help="DuckDB file of the server (its spool is next to it).")] = None,
+) -> None:
+    """Load the dead records again, each into its own project, once their cause is fixed. Run it with
+    the server stopped; idempotent. Exit 1 when a record failed again, 2 when it could not run."""
+    from ingest.spool_cli import replay_command
+
+    raise typer.Exit(replay_command(config, db))
+
+
 def main() -> None:
     app()
 

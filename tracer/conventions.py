@@ -458,3 +458,55 @@ OPENLIT_SMOLAGENTS_MAX_STEPS = "gen_ai.smolagents.max_steps"  # openlit over smo
 OPENLIT_SMOLAGENTS_STEP_NUMBER = "gen_ai.smolagents.step_number"  # openlit types smolagents steps as invoke_agent
 OI_METADATA = "metadata"  # OpenInference: the run's metadata, JSON text (LangChain: lc_agent_name, ...)
 LANGCHAIN_AGENT_NAME_KEY = "lc_agent_name"  # key in OpenInference metadata: the LangChain agent a span belongs to
+
+# --------------------------------------------------------------------------------------------
+# Tools served by an MCP server (kernel/mcp.py): on the `execute_tool` span. The OTel MCP
+# conventions (now kept in the GenAI semantic-conventions repository) name the method, protocol
+# version and network transport; they have no attribute for which server or which MCP transport,
+# so those two live under steplens.
+# --------------------------------------------------------------------------------------------
+
+TOOL_MCP_SERVER = "steplens.tool.mcp.server"  # the server's name (configured, else its serverInfo name)
+TOOL_MCP_TRANSPORT = "steplens.tool.mcp.transport"  # McpTransport value
+MCP_METHOD_NAME = "mcp.method.name"  # semconv: "tools/call" on an MCP tool's span
+MCP_PROTOCOL_VERSION = "mcp.protocol.version"  # semconv: the negotiated protocol version
+MCP_METHOD_TOOLS_CALL = "tools/call"
+NETWORK_TRANSPORT = "network.transport"  # semconv: "pipe" for stdio, "tcp" for HTTP
+NETWORK_PROTOCOL_NAME = "network.protocol.name"  # semconv: "http" for streamable HTTP
+NETWORK_PROTOCOL_HTTP = "http"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+
+
+class McpTransport(StrEnum):
+    """`steplens.tool.mcp.transport`: how the kernel reaches the server."""
+
+    STDIO = "stdio"
+    STREAMABLE_HTTP = "streamable_http"
+
+
+# network.transport per MCP transport (the semconv's "Recording MCP transport").
+MCP_NETWORK_TRANSPORT = {McpTransport.STDIO: "pipe", McpTransport.STREAMABLE_HTTP: "tcp"}
+
+
+# --------------------------------------------------------------------------------------------
+# Loop guard (kernel/loop_guard.py): a refusal is an event on its step span, never a tool span,
+# so guard refusals do not count as tool calls, tool errors or denials anywhere.
+# --------------------------------------------------------------------------------------------
+
+
+class GuardRule(StrEnum):
+    """`steplens.guard.rule`: which loop-guard rule refused the model's action."""
+
+    REPEATED_CALL = "repeated_call"  # the same tool with the same arguments, within the window
+    SAME_TOOL_STREAK = "same_tool_streak"  # the same tool again and again with changed arguments
+    UNACKNOWLEDGED_ERROR = "unacknowledged_error"  # a finish right after a failed tool call
+
+
+EVENT_LOOP_GUARD = "steplens.loop_guard"  # event on the step span, one per refusal
+GUARD_RULE = "steplens.guard.rule"
+GUARD_SEVERITY = "steplens.guard.severity"  # soft (a warning) or hard (counts as a tool error)
+GUARD_PREVIOUS_STEP = "steplens.guard.previous_step"  # the step of the call it repeats, if any
+GUARD_MESSAGE = "steplens.guard.message"  # content: what the model was told instead
+STEP_GUARD_EVENTS = "steplens.step.guard_events"  # on the step span: how many refusals it had
+CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {GUARD_MESSAGE}

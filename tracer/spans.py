@@ -278,11 +278,15 @@ class StepScope(SpanScope):
         parse: str | None = None,
         thought: str | None = None,
         observation: str | None = None,
+        guard_events: int = 0,
     ) -> None:
-        """What the step turned out to be; `observation` is the text as the model saw it."""
+        """What the step turned out to be; `observation` is the text as the model saw it;
+        `guard_events` how many loop-guard refusals it had (recorded when > 0)."""
         if not self.recording:
             return
         attrs: dict[str, Any] = {c.STEP_KIND: _val(kind)}
+        if guard_events:
+            attrs[c.STEP_GUARD_EVENTS] = _int(guard_events)
         if action is not None:
             attrs[c.STEP_ACTION] = action
         if parse is not None:
@@ -294,6 +298,32 @@ class StepScope(SpanScope):
             if observation is not None:
                 attrs[c.STEP_OBSERVATION] = policy.text(observation)
         _set(self.span, attrs)
+
+
+def guard_event(
+    *,
+    rule: str,
+    severity: str,
+    message: str | None = None,
+    tool_name: str | None = None,
+    call_id: str | None = None,
+    previous_step: int | None = None,
+) -> None:
+    """`steplens.loop_guard`: an event on the current span (the step) for one loop-guard refusal.
+    `message` (what the model was told instead) is content."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    attrs: dict[str, Any] = {c.GUARD_RULE: _val(rule), c.GUARD_SEVERITY: _val(severity)}
+    if tool_name:
+        attrs[c.GEN_AI_TOOL_NAME] = tool_name
+    if call_id:
+        attrs[c.GEN_AI_TOOL_CALL_ID] = call_id
+    if previous_step is not None:
+        attrs[c.GUARD_PREVIOUS_STEP] = _int(previous_step)
+    if message is not None and (text := _state.policy().text(message)) is not None:
+        attrs[c.GUARD_MESSAGE] = text
+    span.add_event(c.EVENT_LOOP_GUARD, attrs, timestamp=stamp_ns())
 
 
 def step_span(index: int, *, plan_version: int | None = None, plan_step_id: str | None = None) -> StepScope:
@@ -545,8 +575,17 @@ def tool_span(
     risk: str | None = None,
     timeout_s: float | None = None,
     arguments: Any = None,
+    mcp_server: str | None = None,
+    mcp_transport: str | None = None,
+    mcp_protocol_version: str | None = None,
+    server_address: str | None = None,
+    server_port: int | None = None,
 ) -> ToolScope:
-    """`execute_tool {tool}`: one dispatch. `arguments` (dict or JSON string) is content."""
+    """`execute_tool {tool}`: one dispatch. `arguments` (dict or JSON string) is content.
+
+    mcp_*: set for a tool an MCP server answers; the span then also carries the OTel MCP
+    attributes (`mcp.method.name=tools/call`, protocol version, `network.transport`, and for
+    HTTP `network.protocol.name`, `server.address`, `server.port`)."""
     scope = ToolScope(_start(_TOOL_PREFIX + str(tool), _INTERNAL))
     if scope.recording:
         attrs: dict[str, Any] = {
@@ -563,8 +602,30 @@ def tool_span(
             attrs[c.TOOL_TIMEOUT_S] = _float(timeout_s)
         if arguments is not None and (text := _state.policy().json(arguments)) is not None:
             attrs[c.GEN_AI_TOOL_CALL_ARGUMENTS] = text
+        if mcp_server is not None:
+            attrs.update(_mcp_attributes(mcp_server, mcp_transport, mcp_protocol_version, server_address, server_port))
         _set(scope.span, attrs)
     return scope
+
+
+def _mcp_attributes(
+    server: str, transport: str | None, protocol_version: str | None, address: str | None, port: int | None
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {c.TOOL_MCP_SERVER: str(server), c.MCP_METHOD_NAME: c.MCP_METHOD_TOOLS_CALL}
+    if transport is not None:
+        attrs[c.TOOL_MCP_TRANSPORT] = _val(transport)
+        network = c.MCP_NETWORK_TRANSPORT.get(_val(transport))
+        if network is not None:
+            attrs[c.NETWORK_TRANSPORT] = network
+        if _val(transport) == c.McpTransport.STREAMABLE_HTTP:
+            attrs[c.NETWORK_PROTOCOL_NAME] = c.NETWORK_PROTOCOL_HTTP
+    if protocol_version:
+        attrs[c.MCP_PROTOCOL_VERSION] = protocol_version
+    if address:
+        attrs[c.SERVER_ADDRESS] = address
+    if port is not None:
+        attrs[c.SERVER_PORT] = _int(port)
+    return attrs
 
 
 # --------------------------------------------------------------------------------------------

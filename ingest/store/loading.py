@@ -5,11 +5,17 @@ runs rows, the trace index, the list of traces awaiting analytics upkeep (ingest
 the spool position can never disagree after a crash. The derived analytics tables are not touched
 here: the upkeep pass recomputes them for many loads at once.
 
-Dedup is an anti-join, not a UNIQUE index (see ingest/schema.py for why). To keep it cheap at 10M
-rows the probe side is restricted to spans whose start_time lies within the batch's own start-time
-range (plus a small margin) and whose trace_id occurs in the batch: a retry carries the very same
-start times, and DuckDB's zone maps skip every row group outside that range. A span re-sent with a
-start time moved by more than the margin is therefore treated as a different span.
+Dedup is an anti-join, not a UNIQUE index (see ingest/schema.py for why). The key is (project,
+trace_id, span_id) whatever the timestamps: a span re-sent with its start time moved (a client
+clock step, a re-export an hour later) is the same span. To keep the probe cheap at 10M rows it
+reads only spans whose trace_id occurs in the batch and whose start_time lies where that trace's
+stored spans can be: within the batch's own start-time range, or within the extent
+(`runs.span_start`..`span_end`, which every stored span of the trace lies in, since a span ends no
+earlier than it starts) of the batch's traces that already have a run. Those ranges are merged into
+a few windows, one bounded scan each, and DuckDB's zone maps skip every row group outside them, so
+a fresh trace costs what the batch's own window costs and an old one what its own extent costs,
+never a full-table probe. (Retention deletes a run by its start; spans of that trace it kept are
+then only probed in the batch's window.)
 
 Runs are maintained incrementally: only the spans this batch actually inserted are aggregated per
 trace and merged with the existing row (sums, counts, min/max, distinct models). Root-derived
@@ -48,14 +54,24 @@ from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, USAGE_COST_USD, Operat
 log = logging.getLogger(__name__)
 
 DEDUP_MARGIN = timedelta(seconds=5)
+# Probe windows closer than this are scanned as one; at most MAX_PROBE_WINDOWS scans per load.
+PROBE_MERGE_GAP = timedelta(minutes=1)
+MAX_PROBE_WINDOWS = 8
+
+# Extents of the batch's traces that already have a run and reach outside the batch's own window.
+_STORED_EXTENTS = """
+SELECT coalesce(span_start, start_time) AS lo, coalesce(span_end, end_time) AS hi
+FROM runs
+WHERE trace_id IN (SELECT DISTINCT trace_id FROM batch) AND project IN (SELECT DISTINCT project FROM batch)
+  AND (coalesce(span_start, start_time) < $lo OR coalesce(span_end, end_time) > $hi)
+"""
+
+_PROBE_WINDOW = """SELECT project, trace_id, span_id FROM spans
+    WHERE start_time BETWEEN $lo{i} AND $hi{i} AND trace_id IN (SELECT DISTINCT trace_id FROM batch)"""
 
 # Fast path check: how many of the batch's spans are duplicates, within the batch or of stored spans.
 _DUPLICATES = """
-WITH probe AS (
-    SELECT project, trace_id, span_id FROM spans
-    WHERE start_time BETWEEN $lo AND $hi
-      AND trace_id IN (SELECT DISTINCT trace_id FROM batch)
-)
+WITH probe AS ({probe})
 SELECT
     (SELECT count(*) - count(DISTINCT (project, trace_id, span_id)) FROM batch) AS within,
     (SELECT count(*) FROM batch b SEMI JOIN probe p
@@ -69,14 +85,38 @@ WITH batch_once AS (
     SELECT * FROM batch
     QUALIFY row_number() OVER (PARTITION BY project, trace_id, span_id ORDER BY start_time) = 1
 ),
-probe AS (
-    SELECT project, trace_id, span_id FROM spans
-    WHERE start_time BETWEEN $lo AND $hi
-      AND trace_id IN (SELECT DISTINCT trace_id FROM batch)
-)
+probe AS ({probe})
 SELECT b.* FROM batch_once b ANTI JOIN probe p
     ON p.project = b.project AND p.trace_id = b.trace_id AND p.span_id = b.span_id
 """
+
+
+def merge_windows(windows: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+    """Sorted, disjoint windows covering `windows`: overlapping or near ones merged, at most
+    MAX_PROBE_WINDOWS (the closest neighbours merge first)."""
+    merged: list[tuple[datetime, datetime]] = []
+    for lo, hi in sorted(windows):
+        if merged and lo - merged[-1][1] <= PROBE_MERGE_GAP:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    while len(merged) > MAX_PROBE_WINDOWS:
+        i = min(range(len(merged) - 1), key=lambda k: merged[k + 1][0] - merged[k][1])
+        merged[i : i + 2] = [(merged[i][0], max(merged[i][1], merged[i + 1][1]))]
+    return merged
+
+
+def _probe(conn: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime) -> tuple[str, dict[str, datetime]]:
+    """The probe's SQL (one bounded scan per window) and its parameters, for the registered batch."""
+    windows = [(lo - DEDUP_MARGIN, hi + DEDUP_MARGIN)]
+    for a, b in conn.execute(_STORED_EXTENTS, {"lo": windows[0][0], "hi": windows[0][1]}).fetchall():
+        if a is not None and b is not None:
+            windows.append((a - DEDUP_MARGIN, b + DEDUP_MARGIN))
+    merged = merge_windows(windows)
+    params: dict[str, datetime] = {}
+    for i, (a, b) in enumerate(merged):
+        params[f"lo{i}"], params[f"hi{i}"] = a, b
+    return "\n    UNION ALL\n    ".join(_PROBE_WINDOW.format(i=i) for i in range(len(merged))), params
 
 
 _BATCH_RUNS = """
@@ -314,10 +354,10 @@ def load_batch(
             view = False
             try:
                 lo, hi = conn.execute("SELECT min(start_time), max(start_time) FROM batch").fetchall()[0]
-                window = {"lo": lo - DEDUP_MARGIN, "hi": hi + DEDUP_MARGIN}
-                within, stored = conn.execute(_DUPLICATES, window).fetchall()[0]
+                probe, window = _probe(conn, lo, hi)
+                within, stored = conn.execute(_DUPLICATES.format(probe=probe), window).fetchall()[0]
                 if within or stored:
-                    conn.execute(_NEW_SPANS, window)
+                    conn.execute(_NEW_SPANS.format(probe=probe), window)
                     inserted = conn.execute("SELECT count(*) FROM new_spans").fetchall()[0][0]
                 else:
                     conn.register("new_spans", table)
@@ -335,9 +375,7 @@ def load_batch(
                     conn.execute(_TRACE_INDEX)
                     upkeep.queue(conn, now)
             finally:
-                conn.unregister("batch")
-                if view:
-                    conn.unregister("new_spans")
+                _unregister(conn, "batch", *(["new_spans"] if view else []))
             for statement in _CLEANUP:
                 conn.execute(statement)
         logs_inserted = logs_load.insert_logs(conn, logs) if logs is not None else 0
@@ -352,6 +390,17 @@ def load_batch(
         logs_received=0 if logs is None else logs.num_rows,
         logs_inserted=logs_inserted,
     )
+
+
+def _unregister(conn: duckdb.DuckDBPyConnection, *names: str) -> None:
+    """Drop the batch's Arrow views. After a failed statement the transaction is aborted and this
+    fails too ("Current transaction is aborted"): that must not replace the statement's own error,
+    which says whether the record is poison or the environment failed (ingest/store/failures.py)."""
+    for name in names:
+        try:
+            conn.unregister(name)
+        except duckdb.Error as exc:
+            log.debug("unregistering %s after a failed load: %s", name, exc)
 
 
 def _rollback(conn: duckdb.DuckDBPyConnection) -> None:

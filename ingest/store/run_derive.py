@@ -552,7 +552,8 @@ SELECT s.project, s.trace_id, s.span_id, s.parent_span_id, s.name, s.operation, 
         nullif(regexp_extract(json_extract_string(s.attributes, $input_path), $max_iter, 1), ''))
         AS INTEGER) END AS max_steps,
     s.operation = $agent AND json_extract_string(s.attributes, $openlit_step_path) IS NOT NULL AS is_step,
-    json_extract_string(json_extract_string(s.attributes, $metadata_path), $lc_agent_path) AS lc_agent
+    CASE WHEN contains(s.attributes::VARCHAR, $lc_agent_key)
+        THEN json_extract_string(json_extract_string(s.attributes, $metadata_path), $lc_agent_path) END AS lc_agent
 FROM spans s SEMI JOIN derive_traces t ON s.project = t.project AND s.trace_id = t.trace_id
 WHERE s.start_time BETWEEN $lo AND $hi AND s.trace_id IN (SELECT trace_id FROM derive_traces)
 """
@@ -581,6 +582,9 @@ _SPAN_PARAMS = {
     "max_iter": _MAX_ITER.pattern,
     "metadata_path": f'$."{c.OI_METADATA}"',
     "lc_agent_path": f'$."{c.LANGCHAIN_AGENT_NAME_KEY}"',
+    # a plain substring test before parsing: most spans have no LangChain metadata, and parsing every
+    # span's attributes (up to max_attributes_per_span values of up to 1 MiB) would cost the pass its memory
+    "lc_agent_key": c.LANGCHAIN_AGENT_NAME_KEY,
 }
 
 _DERIVED_SCHEMA = pa.schema([

@@ -17,6 +17,7 @@ bad record is only ever the tail of its segment and nothing valid hides behind i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import struct
@@ -198,6 +199,10 @@ class SpoolWriter:
             _fsync_dir(self.directory)  # the new file's directory entry must survive a crash too
         except BaseException:
             os.close(fd)
+            # a full disk refuses the magic: leave no empty segment behind (one per failed attempt
+            # would pile up while the disk stays full)
+            with contextlib.suppress(OSError):
+                path.unlink()
             raise
         self._fd, self._seq, self._size = fd, seq, len(MAGIC)
 

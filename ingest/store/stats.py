@@ -26,6 +26,8 @@ class StoreStats:
     checkpoints: int = 0  # CHECKPOINTs the writer ran itself (DuckDB's automatic one is off)
     upkeep_passes: int = 0  # analytics upkeep passes (ingest/store/upkeep.py)
     last_upkeep_latency_s: float = 0.0
+    upkeep_traces_set_aside: int = 0  # traces whose analytics upkeep fails on their own, retried with backoff
     writer_error: str | None = None  # set when DuckDB failed fatally and loading stopped
     logs_stored: int = 0  # OTLP log records committed to DuckDB (log_records)
     logs_deduplicated: int = 0  # log records of retried exports, already stored
+    unwritable: str | None = None  # why the spool or the database cannot be written now (503s meanwhile)

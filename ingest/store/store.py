@@ -5,18 +5,29 @@ thread, off the event loop) and queues it -> the committer thread appends
 a whole group and fsyncs once -> futures resolve (the 200) -> the writer thread, sole owner of the
 DuckDB write connection, loads the records in large transactions together with the spool mark.
 Memory is bounded by `queue_max_bytes` of accepted-but-not-loaded records; beyond it `submit`
-raises Overloaded instead of queueing or dropping. OTLP log records (`submit_logs`) take the same
-path as spool records of kind LOGS (ingest/store/logs_load.py).
+raises Overloaded instead of queueing or dropping. A request larger than one piece (10,000 spans
+or 8 MiB, ingest/store/split.py) goes in pieces, each waiting for room while the loader drains the
+ones before it, and a piece bigger than the whole limit still goes in when nothing else waits: no
+valid body gets 503 forever. OTLP log records (`submit_logs`) take the same path as spool records
+of kind LOGS (ingest/store/logs_load.py).
+
+A full disk (or an I/O error) is a 503, never a 500 and never a lost ack: a spool write that fails
+answers StorageUnavailable (retry), and for `retry_after_s` after it, or while the writer reports the
+database unwritable, `submit` refuses at once and `ready()` is false. The first write that succeeds
+(a client's retry, or the readiness probe's test write) makes the store ready again; the writer
+reopens an invalidated database by itself (`_reopen_database`), so no restart is needed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import TypeVar
 
@@ -26,7 +37,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ingest.config import Settings
-from ingest.errors import Overloaded
+from ingest.errors import Overloaded, StorageUnavailable
 from ingest.metrics import IngestMetrics
 from ingest.normalize.process import NormalizePool
 from ingest.normalize.values import out_of_range_counts
@@ -37,6 +48,7 @@ from ingest.store.loading import LoadResult, ensure_position_row, read_position
 from ingest.store.migrate import migrate
 from ingest.store.reader import timed_cursor
 from ingest.store.retention import DEFAULT_CHUNK_ROWS
+from ingest.store.split import needs_split, pieces
 from ingest.store.spool import (
     DEFAULT_SEGMENT_MAX_BYTES,
     Position,
@@ -59,6 +71,10 @@ from ingest.store.writer import (
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# A piece of a large request waits this long at most for the queue to have room, then 503.
+ROOM_WAIT_S = 60.0
+ROOM_POLL_S = 0.02
 
 
 def default_normalizer(settings: Settings) -> Normalizer:
@@ -113,6 +129,8 @@ class SpanStore:
         self._normalize: Normalizer | None = None
         self._committer: GroupCommitter | None = None
         self._pool: NormalizePool | None = None
+        self._spool_error: str | None = None  # the last spool write's failure, until a write succeeds
+        self._spool_retry_at = 0.0  # before this, submits are refused without trying the disk
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -141,6 +159,8 @@ class SpanStore:
                     retention=self._on_retention,
                     upkept=self._on_upkeep,
                     checkpointed=self.metrics.checkpoint_seconds.observe,
+                    upkeep_isolated=lambda reason: self.metrics.upkeep_traces_isolated.labels(reason=reason).inc(),
+                    quarantined=self.metrics.upkeep_traces_set_aside.set,
                 ),
                 load_batch_spans=s.load_batch_spans,
                 retention_days=s.retention_days,
@@ -152,6 +172,7 @@ class SpanStore:
                 ),
                 upkeep_interval_s=s.upkeep_interval_s,
                 upkeep_max_traces=s.upkeep_max_traces,
+                reopen=self._reopen_database,
             )
             replayed = writer.replay(start, first_seq=0)
             position = read_position(conn)
@@ -203,10 +224,90 @@ class SpanStore:
         self._conn.close()
         self._started = False
 
+    def _reopen_database(self, old: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+        """Writer hook: close the invalidated database (readers included: a live cursor would keep the
+        invalidated instance alive) and open the file again; DuckDB replays its WAL."""
+        with self._read_lock:
+            parent, self._read_parent = self._read_parent, None
+        for conn in (parent, old):
+            if conn is None:
+                continue
+            try:
+                conn.close()
+            except duckdb.Error as exc:
+                log.warning("closing the invalidated database connection failed: %s", exc)
+        conn = open_database(self.settings.db, self.settings)
+        self._conn = conn  # what stop() checkpoints and closes
+        with self._read_lock:
+            self._read_parent = database.cursor(conn)
+        return conn
+
     def ready(self) -> bool:
+        return self.not_ready_reason() is None
+
+    def not_ready_reason(self) -> str | None:
+        """None when the store accepts and can write; otherwise why not (the /readyz answer)."""
         with self._lock:
             accepting = self._accepting
-        return accepting and self._writer is not None and self._writer.failed is None
+        if not accepting or self._writer is None:
+            return "store is starting or stopped"
+        # short and path-free: /readyz may be open to the network; the log has the full error
+        if self._writer.failed is not None:
+            return "loading stopped after a fatal database error (see the server log)"
+        if self._writer.unwritable is not None:
+            return "the database cannot be written (disk full or I/O error; see the server log)"
+        if self._spool_error is not None and not self._probe_spool():
+            return "the spool cannot be written (disk full or I/O error; see the server log)"
+        return None
+
+    def _probe_spool(self) -> bool:
+        """After a spool write failure: a small durable test write in the spool directory, at most once
+        per `retry_after_s`, so readiness comes back when space does even if no client writes."""
+        with self._lock:
+            if self._spool_error is None:
+                return True
+            if time.monotonic() < self._spool_retry_at:
+                return False
+            self._spool_retry_at = time.monotonic() + self.settings.retry_after_s
+        probe = self.settings.spool_path / ".write-probe"
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, b"\0" * 65536)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            log.debug("spool write probe failed: %s", exc)
+            return False
+        finally:
+            with suppress(OSError):
+                probe.unlink()
+        self._spool_writable()
+        return True
+
+    def _spool_writable(self) -> None:
+        with self._lock:
+            was, self._spool_error = self._spool_error, None
+        if was is not None:
+            self.metrics.storage_unwritable.labels(part="spool").set(0)
+            log.warning("the spool can be written again (it failed with: %s)", was)
+
+    def _refuse_if_unwritable(self) -> None:
+        writer = self._writer
+        if writer is not None and writer.unwritable is not None:
+            self.metrics.storage_unwritable.labels(part="database").set(1)
+            raise StorageUnavailable(
+                f"the database cannot be written ({writer.unwritable}); nothing was stored, retry later",
+                self.settings.retry_after_s,
+            )
+        self.metrics.storage_unwritable.labels(part="database").set(0)
+        with self._lock:
+            error = self._spool_error if time.monotonic() < self._spool_retry_at else None
+        if error is not None:
+            raise StorageUnavailable(
+                f"the spool cannot be written ({error}); nothing was stored, retry later", self.settings.retry_after_s
+            )
 
     # ---- writes -----------------------------------------------------------------------------
 
@@ -238,6 +339,7 @@ class SpanStore:
     def _check_room(self) -> None:
         """Refuse early (before spending CPU on normalizing) when the store is full or not accepting;
         `_enqueue` makes the exact check."""
+        self._refuse_if_unwritable()
         with self._lock:
             full = not self._accepting or self._queue_bytes >= self.settings.queue_max_bytes
             queued = self._queue_bytes
@@ -248,7 +350,7 @@ class SpanStore:
                 self.settings.retry_after_s,
             )
 
-    def _enqueue(self, item: LoadItem) -> PendingWrite:
+    def _enqueue(self, item: LoadItem, lone_ok: bool = False) -> PendingWrite:
         record = encode_record(item.project, item.payload or b"", item.kind)
         # The normalized table waits in memory with the record until it is loaded: count both, so
         # queue_max_bytes bounds what a backlog really holds.
@@ -258,7 +360,10 @@ class SpanStore:
         with self._lock:
             if not self._accepting or self._committer is None:
                 raise Overloaded("the span store is not accepting writes (starting or stopping)", retry_after)
-            if self._queue_bytes + nbytes > self.settings.queue_max_bytes:
+            # a piece bigger than the whole limit still goes in when nothing else waits (`lone_ok`):
+            # refusing it would answer a valid body 503 forever
+            over = self._queue_bytes + nbytes > self.settings.queue_max_bytes
+            if over and not (lone_ok and self._queue_bytes == 0):
                 raise Overloaded(
                     f"ingest queue full ({self._queue_bytes} of {self.settings.queue_max_bytes} bytes waiting "
                     "to be loaded)",
@@ -282,14 +387,88 @@ class SpanStore:
         `payload`: the request's protobuf bytes when the caller has them (saves serializing it again).
         """
         self._check_room()
-        item = await asyncio.to_thread(self._prepare, project, request, payload)  # CPU off the event loop
-        write = self._enqueue(item)
-        await asyncio.wrap_future(write.future)
+        writes: list[PendingWrite] = []
+        if not needs_split(request, payload):
+            item = await asyncio.to_thread(self._prepare, project, request, payload)  # CPU off the event loop
+            writes.append(self._enqueue(item))
+        else:
+            parts = pieces(request)
+            while (piece := await asyncio.to_thread(next, parts, None)) is not None:
+                deadline = time.monotonic() + ROOM_WAIT_S
+                while not self._has_room():  # the loader drains the pieces before this one
+                    self._wait_check(deadline)
+                    await asyncio.sleep(ROOM_POLL_S)
+                item = await asyncio.to_thread(self._prepare, project, piece, None)
+                while (write := self._try_enqueue_piece(item)) is None:
+                    self._wait_check(deadline)
+                    await asyncio.sleep(ROOM_POLL_S)
+                writes.append(write)
+        try:
+            for write in writes:
+                await asyncio.wrap_future(write.future)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
 
     def submit_blocking(self, project: str, request: ExportTraceServiceRequest, timeout: float | None = None) -> None:
         """`submit` for threads (the gRPC pool): blocks until durable."""
         self._check_room()
-        self._enqueue(self._prepare(project, request)).future.result(timeout)
+        writes: list[PendingWrite] = []
+        if not needs_split(request):
+            writes.append(self._enqueue(self._prepare(project, request)))
+        for piece in pieces(request) if not writes else ():
+            deadline = time.monotonic() + ROOM_WAIT_S
+            while not self._has_room():
+                self._wait_check(deadline)
+                time.sleep(ROOM_POLL_S)
+            item = self._prepare(project, piece)
+            while (write := self._try_enqueue_piece(item)) is None:
+                self._wait_check(deadline)
+                time.sleep(ROOM_POLL_S)
+            writes.append(write)
+        try:
+            for write in writes:
+                write.future.result(timeout)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
+
+    def _wait_check(self, deadline: float) -> None:
+        """While a piece waits for room: a disk that cannot be written or a loader that does not drain
+        ends the wait with a 503 (the client retries the whole request; dedup keeps it exact)."""
+        self._refuse_if_unwritable()
+        with self._lock:
+            accepting = self._accepting
+        if not accepting:
+            raise Overloaded("the span store is not accepting writes (stopping)", self.settings.retry_after_s)
+        if time.monotonic() > deadline:
+            raise self._full()
+
+    def _try_enqueue_piece(self, item: LoadItem) -> PendingWrite | None:
+        """Enqueue one piece of a large request, or None when the queue has no room for it yet. A piece
+        bigger than the whole queue goes in once the queue is empty, so the request always progresses."""
+        try:
+            return self._enqueue(item, lone_ok=True)
+        except Overloaded:
+            with self._lock:
+                if not self._accepting:
+                    raise
+            return None
+
+    def _has_room(self) -> bool:
+        with self._lock:
+            return self._queue_bytes < self.settings.queue_max_bytes
+
+    def _full(self) -> Overloaded:
+        return Overloaded(
+            f"ingest queue full for {ROOM_WAIT_S:.0f} s while storing a large request in pieces (the loader is "
+            "behind); nothing of it is lost if retried",
+            self.settings.retry_after_s,
+        )
+
+    def _unavailable(self, exc: OSError) -> StorageUnavailable:
+        return StorageUnavailable(
+            f"the spool cannot be written ({exc.strerror or exc}); nothing was stored, retry later",
+            self.settings.retry_after_s,
+        )
 
     def _prepare_logs(self, project: str, request: ExportLogsServiceRequest, payload: bytes | None) -> LoadItem:
         """`_prepare` for an OTLP logs request: its log_records rows are built before the ack; a
@@ -311,13 +490,19 @@ class SpanStore:
         """`submit` for log records: returns once they are durable; same queue bound, same Overloaded."""
         self._check_room()
         item = await asyncio.to_thread(self._prepare_logs, project, request, payload)
-        await asyncio.wrap_future(self._enqueue(item).future)
+        try:
+            await asyncio.wrap_future(self._enqueue(item).future)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
 
     def submit_logs_blocking(
         self, project: str, request: ExportLogsServiceRequest, timeout: float | None = None
     ) -> None:
         self._check_room()
-        self._enqueue(self._prepare_logs(project, request, None)).future.result(timeout)
+        try:
+            self._enqueue(self._prepare_logs(project, request, None)).future.result(timeout)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
 
     def wait_loaded(self, timeout: float) -> bool:
         """True once everything acknowledged before the call is queryable, analytics tables included."""
@@ -343,9 +528,11 @@ class SpanStore:
 
         The limit covers the whole `with` block; running over raises `QueryTimeout`.
         """
-        if self._read_parent is None:
-            raise RuntimeError("the span store is not started")
         with self._read_lock:
+            if self._read_parent is None:
+                if self._started:
+                    raise StorageUnavailable("the database is being reopened; retry", self.settings.retry_after_s)
+                raise RuntimeError("the span store is not started")
             cursor = database.cursor(self._read_parent)
         with timed_cursor(cursor, self.settings.query_timeout_s) as cur:
             yield cur
@@ -366,7 +553,9 @@ class SpanStore:
             checkpoints=writer.checkpoints if writer else 0,
             upkeep_passes=writer.upkeep_passes if writer else 0,
             last_upkeep_latency_s=writer.last_upkeep_s if writer else 0.0,
+            upkeep_traces_set_aside=writer.upkeep_quarantined if writer else 0,
             writer_error=None if writer is None or writer.failed is None else repr(writer.failed),
+            unwritable=(writer.unwritable if writer is not None else None) or self._spool_error,
             **counts,
         )
 
@@ -380,6 +569,7 @@ class SpanStore:
             self._counts["fsyncs"] += 1
             self._counts["requests_acked"] += requests
             self._last_commit_s = latency
+        self._spool_writable()
 
     def _on_durable(self, pairs: list[tuple[PendingWrite, Position]]) -> None:
         items = []
@@ -391,7 +581,13 @@ class SpanStore:
         self._writer.put(items)
 
     def _on_failed(self, group: list[PendingWrite], exc: BaseException) -> None:
-        self._release(sum(len(w.record) for w in group))
+        # the whole reservation (record and normalized table) goes: none of it reaches the writer
+        self._release(sum(w.payload.nbytes for w in group))
+        if isinstance(exc, OSError):
+            with self._lock:
+                self._spool_error = f"{type(exc).__name__}: {exc}"
+                self._spool_retry_at = time.monotonic() + self.settings.retry_after_s
+            self.metrics.storage_unwritable.labels(part="spool").set(1)
 
     def _release(self, nbytes: int) -> None:
         if nbytes:
@@ -417,6 +613,7 @@ class SpanStore:
     def _on_dead_letter(self, item: LoadItem, exc: BaseException) -> None:
         rejected = self.metrics.logs_rejected if item.kind is RecordKind.LOGS else self.metrics.spans_rejected
         rejected.labels(reason="load_failed").inc(item.nspans)
+        self.metrics.records_dead_lettered.labels(reason=type(exc).__name__).inc()
         with self._lock:
             self._counts["records_dead_lettered"] += 1
             if item.kind is RecordKind.TRACES:

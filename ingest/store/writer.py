@@ -5,13 +5,18 @@ Why a single writer (datasette style): DuckDB serializes writers anyway and conc
 transactions on the same rows conflict; queueing every write through one thread removes conflicts
 by construction and lets the loader turn many small requests into large, cheap transactions.
 
-Failure policy (errors are data, nothing silent):
-- a record that cannot be parsed or normalized, or whose spans DuckDB rejects on their own, is
-  moved to `<spool>/dead/` with the error next to it, counted, logged, and the mark moves past it;
-- an environmental DuckDB error (I/O, out of memory) is retried with backoff, the records stay
-  queued (and in the spool);
-- a fatal DuckDB error stops loading (`failed` is set, readiness goes false); acknowledged records
-  stay in the spool and are replayed by the next start.
+Failure policy (errors are data, nothing silent; ingest/store/failures.py classifies):
+- a record that cannot be parsed or normalized, or whose spans DuckDB rejects on their own (loaded
+  alone), is moved to `<spool>/dead/` with the error next to it, counted, logged, and the mark
+  moves past it; if the dead letter itself cannot be written (disk full) the mark does not move;
+- an environmental error (a full disk, I/O, out of memory, the aborted transaction that follows
+  one) is retried with backoff, never dead-lettered; the records stay queued (and in the spool) and
+  `unwritable` says why, so the store answers 503 and /readyz is not ready until a write succeeds;
+- a database DuckDB invalidated (a checkpoint or WAL write that hit a full disk) is closed and
+  opened again by the store's `reopen` hook, with backoff, until it works: loading resumes by
+  itself when space returns;
+- any other fatal DuckDB error stops loading (`failed` is set, readiness goes false); acknowledged
+  records stay in the spool and are replayed by the next start.
 
 Analytics upkeep (ingest/store/upkeep.py) is the writer's too: a load only records which traces it
 touched; the writer recomputes their analytics rows when it has been idle for `UPKEEP_IDLE_S`, or
@@ -40,19 +45,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
-from ingest.store import logs_load, upkeep
+from ingest.store import deadletter, logs_load, upkeep
+from ingest.store.failures import Failure, classify, environmental
 from ingest.store.loading import LoadResult, load_batch
 from ingest.store.retention import DEFAULT_CHUNK_ROWS, retention_chunk
-from ingest.store.spool import (
-    Position,
-    RecordKind,
-    delete_segments_before,
-    encode_record,
-    list_segments,
-    read_segment,
-)
+from ingest.store.spool import Position, RecordKind, delete_segments_before, list_segments, read_segment
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +60,17 @@ Normalizer = Callable[[str, ExportTraceServiceRequest, datetime], pa.Table]
 # How long the writer waits with nothing queued before an upkeep pass: a pass takes 0.1-0.3 s, and
 # starting it in a gap between two requests would hold the next load (and its visibility) behind it.
 UPKEEP_IDLE_S = 0.1
+# Whole upkeep passes failing in a row on a transient error (memory, I/O) before the next pass is split
+# to find a trace that fails alone (ingest/store/upkeep.py run_isolated).
+UPKEEP_FAILURES_BEFORE_SPLIT = 3
 
-TRANSIENT_ERRORS = (duckdb.IOException, duckdb.OutOfMemoryException)
-FATAL_ERRORS = (duckdb.FatalException, duckdb.InternalException)
+# Backoff between retries of an environmental failure and between reopen attempts.
+RETRY_MIN_S = 0.1
+RETRY_MAX_S = 5.0
+# Attempts of a multi-record batch that runs out of memory before it is loaded record by record.
+BATCH_OOM_ATTEMPTS = 3
+
+Reopener = Callable[[duckdb.DuckDBPyConnection], duckdb.DuckDBPyConnection]
 
 
 @dataclass(eq=False)
@@ -127,6 +134,8 @@ class WriterHooks:
     retention: Callable[[int, int], None]
     upkept: Callable[[int, float], None] | None = None  # (traces recomputed, seconds)
     checkpointed: Callable[[float], None] | None = None  # (seconds)
+    upkeep_isolated: Callable[[str], None] | None = None  # (error class) a trace's upkeep set aside
+    quarantined: Callable[[int], None] | None = None  # traces set aside now
 
 
 def utcnow() -> datetime:
@@ -148,13 +157,17 @@ class Writer:
         checkpoints: CheckpointPolicy | None = None,
         upkeep_interval_s: float = 1.0,
         upkeep_max_traces: int = 50_000,
+        reopen: Reopener | None = None,
     ) -> None:
         self._conn = conn
+        self._reopen = reopen
+        # why the database cannot be written right now (None: it can); read by the store for 503s
+        self.unwritable: str | None = None
+        self._reopen_due: float | None = None
+        self._reopen_backoff = RETRY_MIN_S
         self._wal_path = wal_path
         self._checkpoints = checkpoints if wal_path is not None and checkpoints is not None else CheckpointPolicy(0, 0)
-        if self._checkpoints.enabled:
-            # the largest threshold DuckDB accepts in practice; the writer checkpoints itself
-            conn.execute("SET checkpoint_threshold = '1TB'")
+        self._configure(conn)
         self.checkpoints = 0
         self._rows_since_checkpoint = 0
         self._normalize = normalize
@@ -178,15 +191,23 @@ class Writer:
         self._upkeep_interval = max(0.0, upkeep_interval_s)
         self._upkeep_max_traces = max(1, upkeep_max_traces)
         self._upkeep_needed = upkeep.pending(conn) > 0  # a crash may have left traces waiting
+        self._quarantine_due = time.monotonic()  # set-aside traces of a previous run: look at once
+        self.upkeep_quarantined = 0
         self._upkeep_next = time.monotonic()
         self._idle_since = time.monotonic()
         # -1: traces a previous process loaded still await upkeep, so even "nothing handed over yet"
         # (seq 0) is not current until a pass ran
         self._upkept_upto = -1 if self._upkeep_needed else 0
         self.upkeep_passes = 0
+        self._upkeep_failures = 0  # whole passes failed in a row on environmental errors
         self.last_upkeep_s = 0.0
         self.failed: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="steplens-duckdb-writer", daemon=True)
+
+    def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
+        if self._checkpoints.enabled:
+            # the largest threshold DuckDB accepts in practice; the writer checkpoints itself
+            conn.execute("SET checkpoint_threshold = '1TB'")
 
     # ---- producer side (committer thread, store) -------------------------------------------
 
@@ -308,13 +329,23 @@ class Writer:
             log.exception("the DuckDB writer thread crashed")
             self._fail(exc)
 
-    def _upkeep_wait(self) -> float:
-        """Seconds until an upkeep pass is due (0: now; inf: nothing to do). Caller holds the lock."""
-        if not self._upkeep_needed or self.failed is not None:
+    def _reopen_wait(self) -> float:
+        """Seconds until the next attempt to reopen an invalidated database (inf: none pending)."""
+        if self._reopen_due is None or self.failed is not None:
             return float("inf")
+        return max(0.0, self._reopen_due - time.monotonic())
+
+    def _upkeep_wait(self) -> float:
+        """Seconds until an upkeep pass (or a set-aside trace's retry) is due (0: now; inf: nothing to do).
+        Caller holds the lock."""
+        if self.failed is not None or self.unwritable is not None:
+            return float("inf")  # a write that would fail anyway; the writable notification wakes the loop
         now = time.monotonic()
+        quarantine = max(0.0, self._quarantine_due - now)
+        if not self._upkeep_needed:
+            return quarantine
         due = self._upkeep_next if self._items else min(self._upkeep_next, self._idle_since + UPKEEP_IDLE_S)
-        return max(0.0, due - now)
+        return min(quarantine, max(0.0, due - now))
 
     def _loop(self) -> None:
         while True:
@@ -324,14 +355,18 @@ class Writer:
                     or self._closing
                     or (self.failed is None and (self._items or self._retention_due()))
                     or self._upkeep_wait() == 0.0
+                    or self._reopen_wait() == 0.0
                 ):
-                    wait = min(60.0, self._next_retention - time.monotonic(), self._upkeep_wait())
+                    wait = min(60.0, self._next_retention - time.monotonic(), self._upkeep_wait(), self._reopen_wait())
                     self._cond.wait(max(0.01, wait))
+                reopen_due = self._reopen_wait() == 0.0
                 tasks, self._tasks = self._tasks, []
                 batch = self._take_batch() if self.failed is None else []
                 upkeep_due = not batch and self._upkeep_wait() == 0.0
                 if self._closing and not batch and not tasks and (not self._items or self.failed is not None):
                     break
+            if reopen_due:
+                self._try_reopen()
             for fn, fut in tasks:
                 try:
                     fut.set_result(fn(self._conn))
@@ -376,9 +411,12 @@ class Writer:
                 parts.append((item, item.table))
                 continue
             try:
-                table = self._normalize_item(item, now)
+                table = self._retrying("normalizing a record", lambda it=item: self._normalize_item(it, now))
             except Exception as exc:  # noqa: BLE001 - a poison record must not stop the loader
-                self._dead_letter(item, exc)
+                if environmental(exc):
+                    return  # closing while it keeps failing: the spool keeps the records
+                if not self._dead_letter(item, exc):
+                    return
                 parts.append((item, None))
                 continue
             parts.append((item, table))
@@ -386,15 +424,21 @@ class Writer:
         table = pa.concat_tables(tables, promote_options="permissive") if tables else None
         logs = logs_load.concat([t for i, t in parts if t is not None and i.kind is RecordKind.LOGS])
         try:
-            result = self._load_retrying(table, batch[-1].end, now, logs)
-        except FATAL_ERRORS as exc:
-            self._fail(exc)
-            return
-        except TRANSIENT_ERRORS:
-            return  # only when closing while the database keeps failing: the spool keeps the records
-        except duckdb.Error as exc:
-            log.warning("batch of %d records rejected by DuckDB (%s); loading them one by one", len(batch), exc)
-            self._load_one_by_one(parts, now, started)
+            # a batch that keeps running out of memory may fit record by record: a few tries, then smaller
+            result = self._load_retrying(
+                table, batch[-1].end, now, logs, give_up_after=BATCH_OOM_ATTEMPTS if len(batch) > 1 else None
+            )
+        except Exception as exc:
+            kind = classify(exc)
+            if kind is Failure.FATAL:
+                self._fail(exc)
+            elif kind is Failure.POISON:
+                log.warning("batch of %d records rejected by DuckDB (%s); loading them one by one", len(batch), exc)
+                self._load_one_by_one(parts, now, started)
+            elif not self._closing and _out_of_memory(exc):
+                log.warning("batch of %d records keeps running out of memory; loading them one by one", len(batch))
+                self._load_one_by_one(parts, now, started)
+            # otherwise TRANSIENT/REOPEN while closing: the spool keeps the records
             return
         self._finish(batch, result, started)
 
@@ -410,40 +454,120 @@ class Writer:
             logs = table if item.kind is RecordKind.LOGS else None
             try:
                 result = self._load_retrying(None if logs is not None else table, item.end, now, logs)
-            except FATAL_ERRORS as exc:
-                self._fail(exc)
-                return
-            except TRANSIENT_ERRORS:
-                return  # closing while the database keeps failing: the spool keeps the records
-            except duckdb.Error as exc:
-                self._dead_letter(item, exc)
+            except Exception as exc:
+                kind = classify(exc)
+                if kind is Failure.FATAL:
+                    self._fail(exc)
+                    return
+                if kind is not Failure.POISON:
+                    return  # closing while the database keeps failing: the spool keeps the records
+                if not self._dead_letter(item, exc):
+                    return  # the dead letter could not be written: the mark stays before the record
                 try:
-                    result = self._load_retrying(None, item.end, now)
-                except duckdb.Error as exc2:
-                    self._fail(exc2)
+                    self._load_retrying(None, item.end, now)
+                except Exception as exc2:  # noqa: BLE001 - moving the mark alone cannot be the record's fault
+                    if classify(exc2) is Failure.FATAL:
+                        self._fail(exc2)
                     return
                 result = LoadResult(received=0, inserted=0)
             self._finish([item], result, started)
 
     def _load_retrying(
-        self, table: pa.Table | None, end: Position, now: datetime, logs: pa.Table | None = None
+        self,
+        table: pa.Table | None,
+        end: Position,
+        now: datetime,
+        logs: pa.Table | None = None,
+        give_up_after: int | None = None,
     ) -> LoadResult:
+        return self._retrying("DuckDB load", lambda: load_batch(self._conn, table, end, now, logs), give_up_after)
+
+    def _retrying(self, what: str, fn: Callable[[], Any], give_up_after: int | None = None) -> Any:
+        """`fn()`, retried with backoff while it fails for an environmental reason (until it works, or
+        a few attempts once closing, or `give_up_after` attempts of running out of memory); an
+        invalidated database is reopened between attempts."""
+
         def stop(state: RetryCallState) -> bool:
-            return self._closing and state.attempt_number >= 3
+            if self._closing and state.attempt_number >= 3:
+                return True
+            exc = state.outcome.exception() if state.outcome is not None else None
+            return give_up_after is not None and state.attempt_number >= give_up_after and _out_of_memory(exc)
 
         def before_sleep(state: RetryCallState) -> None:
-            log.error("DuckDB load failed (attempt %d), retrying: %s", state.attempt_number, state.outcome.exception())
+            exc = state.outcome.exception() if state.outcome is not None else None
+            assert exc is not None
+            self._mark_unwritable(exc)
+            # one line per doubling of the wait at most: a disk full for an hour is not a log flood
+            if state.attempt_number <= 3 or state.attempt_number % 10 == 0:
+                log.error("%s failed (attempt %d), retrying with backoff: %s", what, state.attempt_number, exc)
+            if classify(exc) is Failure.REOPEN:
+                self._try_reopen()
 
         for attempt in Retrying(
-            retry=retry_if_exception_type(TRANSIENT_ERRORS),
-            wait=wait_exponential(multiplier=0.1, max=5),
+            retry=retry_if_exception(environmental),
+            wait=wait_exponential(multiplier=RETRY_MIN_S, max=RETRY_MAX_S),
             stop=stop,
             before_sleep=before_sleep,
             reraise=True,
         ):
             with attempt:
-                return load_batch(self._conn, table, end, now, logs)
+                result = fn()
+                self._mark_writable()
+                return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    # ---- environmental failures: unwritable state, reopening --------------------------------
+
+    def _mark_unwritable(self, exc: BaseException) -> None:
+        reason = f"{type(exc).__name__}: {exc}"
+        if self.unwritable is None:
+            log.error("the database cannot be written; exports get 503 until it can: %s", reason)
+        with self._cond:
+            self.unwritable = reason
+            if classify(exc) is Failure.REOPEN and self._reopen_due is None:
+                self._reopen_due = time.monotonic()
+            self._cond.notify_all()
+
+    def _mark_writable(self) -> None:
+        if self.unwritable is None:
+            return
+        with self._cond:
+            if self._reopen_due is not None:
+                return  # still invalidated: only a reopen clears it
+            self.unwritable = None
+            self._cond.notify_all()
+        log.warning("the database can be written again; loading resumed")
+
+    def _try_reopen(self) -> bool:
+        """Close the invalidated database and open it again (then prove it can write); backoff on failure."""
+        if self._reopen is None:
+            self._fail(RuntimeError(f"the database was invalidated and cannot be reopened: {self.unwritable}"))
+            return False
+        try:
+            conn = self._reopen(self._conn)
+            self._conn = conn
+            self._configure(conn)
+            conn.execute("CHECKPOINT")  # folds in the WAL the reopen replayed: the proof the disk takes writes
+            pending = upkeep.pending(conn)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the next attempt is later
+            if classify(exc) is Failure.FATAL and not isinstance(exc, duckdb.FatalException):
+                self._fail(exc)
+                return False
+            with self._cond:
+                self.unwritable = f"{type(exc).__name__}: {exc}"
+                self._reopen_due = time.monotonic() + self._reopen_backoff
+                self._reopen_backoff = min(RETRY_MAX_S, self._reopen_backoff * 2)
+            log.error("reopening the database failed, next attempt in %.1f s: %s", self._reopen_backoff, exc)
+            return False
+        log.warning("the database was reopened after: %s", self.unwritable)
+        with self._cond:
+            self._reopen_due = None
+            self._reopen_backoff = RETRY_MIN_S
+            self.unwritable = None
+            if pending:  # the connection-local staging tables went with the old connection
+                self._upkeep_needed = True
+            self._cond.notify_all()
+        return True
 
     def _finish(self, items: list[LoadItem], result: LoadResult, started: float) -> None:
         log.debug("loaded %d record(s), %d span(s) in %.3f s", len(items), result.received, time.monotonic() - started)
@@ -462,20 +586,26 @@ class Writer:
                 self._upkept_upto = self._loaded_upto
             self._cond.notify_all()
 
-    def _dead_letter(self, item: LoadItem, exc: BaseException) -> None:
+    def _dead_letter(self, item: LoadItem, exc: BaseException) -> bool:
+        """Set a poison record aside (ingest/store/deadletter.py); False when closing before it could
+        be written (the mark then stays before it and the next start tries again)."""
         log.error(
-            "spool record %s/%d (project %r) cannot be loaded and goes to the dead-letter directory: %s",
-            item.end.segment, item.end.offset, item.project, exc,
+            "spool record %s/%d (project %r, %d spans) cannot be loaded and goes to the dead-letter directory: "
+            "%s: %s",
+            item.end.segment, item.end.offset, item.project, item.nspans, type(exc).__name__, exc,
         )
         try:
-            dead = self._spool_dir / "dead"
-            dead.mkdir(parents=True, exist_ok=True)
-            stem = f"{item.end.segment:012d}-{item.end.offset:012d}"
-            (dead / f"{stem}.rec").write_bytes(encode_record(item.project, item.raw(), item.kind))
-            (dead / f"{stem}.txt").write_text(f"{type(exc).__name__}: {exc}\n")
-        except Exception:  # noqa: BLE001 - keep loading; the log line above says what was lost
-            log.exception("could not write dead-letter record %s/%d", item.end.segment, item.end.offset)
+            self._retrying(
+                "writing a dead letter",
+                lambda: deadletter.write(
+                    self._spool_dir, item.end, item.project, item.raw(), item.nspans, exc, item.kind
+                ),
+            )
+        except Exception as write_error:  # noqa: BLE001 - only when closing: the record stays in the spool
+            log.error("dead letter for spool record %s/%d not written: %s", item.end.segment, item.end.offset, write_error)
+            return False
         self._hooks.dead_lettered(item, exc)
+        return True
 
     def _fail(self, exc: BaseException) -> None:
         log.critical("DuckDB failed fatally; loading stops, acknowledged data stays in the spool: %s", exc)
@@ -491,14 +621,23 @@ class Writer:
             covers = self._loaded_upto  # everything loaded so far is in upkeep_pending
         started = time.monotonic()
         try:
-            result = upkeep.run_pass(self._conn, self._upkeep_max_traces)
-        except FATAL_ERRORS as exc:
-            self._fail(exc)
-            return
+            result = self._upkeep_pass() if self._upkeep_needed else None
+            self._retry_quarantined()
         except duckdb.Error as exc:
+            kind = classify(exc)
+            if kind is Failure.FATAL:
+                self._fail(exc)
+                return
+            if kind is Failure.REOPEN:
+                self._mark_unwritable(exc)
+            elif kind is Failure.TRANSIENT:
+                self._upkeep_failures += 1
             log.error("analytics upkeep failed, will retry in %.1f s: %s", self._upkeep_interval, exc)
             with self._cond:
                 self._upkeep_next = time.monotonic() + self._upkeep_interval
+                self._quarantine_due = max(self._quarantine_due, self._upkeep_next)
+            return
+        if result is None:
             return
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
@@ -514,6 +653,51 @@ class Writer:
             if not result.remaining:
                 self._upkeep_needed = False
                 self._upkept_upto = max(self._upkept_upto, covers)
+            self._cond.notify_all()
+
+    def _upkeep_pass(self) -> upkeep.UpkeepResult:
+        """A pass with failing traces isolated (ingest/store/upkeep.py): one log line per trace set aside."""
+        # A pass that keeps failing on memory (or another transient cause) is split like a poison one:
+        # if one trace alone exhausts DuckDB's memory limit, it is set aside and retried with backoff
+        # instead of holding every other trace's and project's analytics back forever.
+        isolate = (upkeep.ISOLATED_AFTER_REPEATED_FAILURES if self._upkeep_failures >= UPKEEP_FAILURES_BEFORE_SPLIT
+                   else upkeep.ISOLATED_FAILURES)
+        outcome = upkeep.run_isolated(self._conn, self._upkeep_max_traces, utcnow(), isolate)
+        self._upkeep_failures = 0
+        for (project, trace_id), exc in outcome.isolated:
+            log.error(
+                "analytics upkeep of trace %s (project %r) fails on its own data and is set aside (retried alone "
+                "with backoff; other traces go on): %s: %s",
+                trace_id, project, type(exc).__name__, exc,
+            )
+            if self._hooks.upkeep_isolated is not None:
+                self._hooks.upkeep_isolated(type(exc).__name__)
+        if outcome.isolated:
+            self._note_quarantine()
+        return outcome.result
+
+    def _retry_quarantined(self) -> None:
+        """Retry, each alone, the set-aside traces whose backoff has passed."""
+        if time.monotonic() < self._quarantine_due:
+            return
+        for (project, trace_id), attempts, reason in upkeep.retry_quarantined(self._conn, utcnow()):
+            if reason is None:
+                log.warning("analytics upkeep of set-aside trace %s (project %r) passed on attempt %d", trace_id, project, attempts + 1)
+            else:
+                log.warning(
+                    "analytics upkeep of set-aside trace %s (project %r) failed again (attempt %d), next try later: %s",
+                    trace_id, project, attempts, reason,
+                )
+        self._note_quarantine()
+
+    def _note_quarantine(self) -> None:
+        next_at, count = upkeep.quarantine_state(self._conn)
+        self.upkeep_quarantined = count
+        if self._hooks.quarantined is not None:
+            self._hooks.quarantined(count)
+        due = float("inf") if next_at is None else time.monotonic() + max(0.0, (next_at - utcnow()).total_seconds())
+        with self._cond:
+            self._quarantine_due = due
             self._cond.notify_all()
 
     # ---- checkpoints --------------------------------------------------------------------------
@@ -540,12 +724,16 @@ class Writer:
         started = time.monotonic()
         try:
             self._conn.execute("CHECKPOINT")
-        except FATAL_ERRORS as exc:
-            self._fail(exc)
-            return
-        except duckdb.Error as exc:  # the WAL stays valid; the next idle moment tries again
+        except duckdb.Error as exc:  # the WAL stays valid; the next idle moment (or a reopen) tries again
+            kind = classify(exc)
+            if kind is Failure.FATAL:
+                self._fail(exc)
+                return
+            if kind is Failure.REOPEN or environmental(exc):
+                self._mark_unwritable(exc)
             log.error("checkpoint of a %d-byte WAL failed, will retry: %s", wal, exc)
             return
+        self._mark_writable()
         self.checkpoints += 1
         if self._hooks.checkpointed is not None:
             self._hooks.checkpointed(time.monotonic() - started)
@@ -561,10 +749,13 @@ class Writer:
         cutoff = utcnow() - timedelta(days=self._retention_days)
         try:
             chunk = retention_chunk(self._conn, cutoff, self._retention_chunk_rows)
-        except FATAL_ERRORS as exc:
-            self._fail(exc)
-            return
         except duckdb.Error as exc:
+            kind = classify(exc)
+            if kind is Failure.FATAL:
+                self._fail(exc)
+                return
+            if kind is Failure.REOPEN:
+                self._mark_unwritable(exc)
             log.error("retention chunk failed, will retry next interval: %s", exc)
             chunk = None
         if chunk is not None:
@@ -580,6 +771,10 @@ class Writer:
         deleted, self._retention_deleted = self._retention_deleted, 0
         for fut in waiters:
             fut.set_result(deleted)
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    return isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)) or "out of memory" in str(exc).lower()
 
 
 def count_spans(request: ExportTraceServiceRequest) -> int:

@@ -44,7 +44,8 @@ def _is_subsequence(needle: list[str], hay: list[str]) -> bool:
 
 def score(case: EvalCase, result: RunResult) -> CaseResult:
     expect = case.expect
-    calls = [(c.name, o) for s in result.steps for c, o in zip(s.calls, s.observations, strict=False)]
+    # Paired by call id: calls the loop guard refused have no observation (a guard event instead).
+    calls = [(o.tool_name, o) for s in result.steps for o in s.observations]
     called = [s_call.name for s in result.steps for s_call in s.calls]
     succeeded = [name for name, obs in calls if not obs.is_error and obs.decision == ToolDecision.EXECUTED]
     failures: list[str] = []

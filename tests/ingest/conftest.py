@@ -90,7 +90,8 @@ def start_ingest_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]
         # The worker path is covered by tests/ingest/store/test_normalize_worker_process_*.py and by
         # every test that runs `steplens serve` as a subprocess with the production default.
         overrides.setdefault("normalize_processes", 0)
-        settings = Settings(db=tmp_path / f"server{n}" / "steplens.duckdb", host="127.0.0.1", **overrides)
+        overrides.setdefault("db", tmp_path / f"server{n}" / "steplens.duckdb")
+        settings = Settings(host="127.0.0.1", **overrides)
         server = _ServerThread(settings)
         started.append(server)
         return server.start()

@@ -1,4 +1,5 @@
-"""With content capture off, no content attribute exists on any span; switch precedence holds."""
+"""With content capture off, no content attribute exists on any span or span event (a loop-guard
+event's message included); switch precedence holds."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ def _run_everything() -> None:
                                      output_tool_calls=[{"id": "1", "name": "t", "arguments": {}}])
             with spans.tool_span("t", call_id="1", arguments={"a": 1}) as tool:
                 tool.finish(result="r")
+            spans.guard_event(rule="repeated_call", severity="soft", message="not again", tool_name="t")
             step.record(kind="tool", action="t", thought="thinking", observation="seen")
         run.finish(ok=True, stop_reason="finish", steps=1, answer="done")
 
 
 def _content_keys(handle) -> set[str]:
-    return {k for s in handle.memory_exporter.get_finished_spans() for k in s.attributes} & c.CONTENT_ATTRIBUTES
+    finished = handle.memory_exporter.get_finished_spans()
+    keys = {k for s in finished for k in s.attributes} | {k for s in finished for e in s.events for k in e.attributes}
+    return keys & c.CONTENT_ATTRIBUTES
 
 
 def test_capture_off_by_argument_leaves_no_content_attribute(memory_handle_factory):

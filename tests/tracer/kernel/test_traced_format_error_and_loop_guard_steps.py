@@ -37,19 +37,27 @@ async def test_loop_guard_step_for_a_repeated_call(memory_handle) -> None:
     result = await agent(llm, loop_guard=LoopGuard(window=3)).run("t")
     assert result.ok
     finished = memory_handle.memory_exporter.get_finished_spans()
+    # The refused repeat is a guard event on its step, not a (denied) execute_tool span.
     assert outline(finished) == [
         "invoke_agent tester",
         "  step 1", "    budget_check", "    chat scripted [CLIENT]", "    execute_tool add",
         "    truncate_observation",
-        "  step 2", "    budget_check", "    chat scripted [CLIENT]", "    execute_tool add !denied",
+        "  step 2", "    budget_check", "    chat scripted [CLIENT]",
         "  step 3", "    budget_check", "    chat scripted [CLIENT]",
     ]
     step = one(finished, "step 2")
     assert (step.attributes[c.STEP_KIND], step.attributes[c.STEP_ACTION]) == ("loop_guard", "add")
-    blocked = named(finished, "execute_tool add")[1]
-    assert blocked.attributes[c.TOOL_DECISION] == "denied"
-    assert blocked.attributes[c.GEN_AI_TOOL_CALL_RESULT] == result.steps[1].observation_text
-    assert "NOT executed again" in blocked.status.description
+    assert step.attributes[c.STEP_GUARD_EVENTS] == 1 and c.STEP_GUARD_EVENTS not in one(finished, "step 1").attributes
+    assert step.status.status_code is StatusCode.UNSET
+    [event] = step.events
+    assert event.name == c.EVENT_LOOP_GUARD
+    assert dict(event.attributes) == {
+        c.GUARD_RULE: "repeated_call", c.GUARD_SEVERITY: "soft", c.GEN_AI_TOOL_NAME: "add",
+        c.GEN_AI_TOOL_CALL_ID: result.steps[1].calls[0].id, c.GUARD_PREVIOUS_STEP: 1,
+        c.GUARD_MESSAGE: result.steps[1].observation_text,
+    }
+    assert len(named(finished, "execute_tool add")) == 1
+    assert result.steps[1].observations == [] and result.steps[1].guard_events[0].rule == "repeated_call"
 
 
 async def test_loop_guard_step_for_an_unacknowledged_error(memory_handle) -> None:
@@ -60,4 +68,7 @@ async def test_loop_guard_step_for_an_unacknowledged_error(memory_handle) -> Non
     step = one(finished, "step 2")
     assert (step.attributes[c.STEP_KIND], step.attributes[c.STEP_ACTION]) == ("loop_guard", "finish")
     assert "cannot finish yet" in step.attributes[c.STEP_OBSERVATION]
+    [event] = step.events
+    assert event.name == c.EVENT_LOOP_GUARD and event.attributes[c.GUARD_RULE] == "unacknowledged_error"
+    assert c.GEN_AI_TOOL_NAME not in event.attributes
     assert outline(finished)[6:9] == ["  step 2", "    budget_check", "    chat scripted [CLIENT]"]
