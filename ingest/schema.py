@@ -574,6 +574,8 @@ SELECT * FROM ({tool_rollup_rows("SELECT *, 1 AS sign FROM tool_calls", "SELECT 
 ORDER BY start_time
 """,
 ]
+# The whole rollup rebuilt from tool_calls/tool_carry with the current keys (bench/_query_data.py).
+TOOL_ROLLUP_REBUILD = ANALYTICS_RUN_MODE[-2:]
 
 # Traces whose analytics upkeep fails on their own (ingest/store/upkeep.py isolates them): skipped by
 # every pass, retried alone with backoff from `next_at`, so one bad trace never blocks the others'
