@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ingest.normalize import spans_table
-from ingest.schema import TOOL_ROLLUP_BACKFILL, TRACE_INDEX_BACKFILL
+from ingest.schema import TOOL_ROLLUP_REBUILD, TRACE_INDEX_BACKFILL
 from ingest.store import upkeep
 from ingest.store.loading import ensure_position_row, load_batch
 from ingest.store.migrate import migrate
@@ -209,7 +209,7 @@ def rebuild_derived(conn: duckdb.DuckDBPyConnection) -> None:
     """tool_rollup and trace_index from the replicated tables, with the migration's own backfill SQL
     (a rollup cell is an hour of run starts, which shifting copies by arbitrary offsets would break).
     trace_index is rewritten in run start order, as a live store appends it, not key-sorted."""
-    conn.execute("DELETE FROM tool_rollup")
-    conn.execute(TOOL_ROLLUP_BACKFILL)
+    for statement in TOOL_ROLLUP_REBUILD:  # the DELETE and the INSERT, keyed as the loader keys cells
+        conn.execute(statement)
     conn.execute("DELETE FROM trace_index")
     conn.execute(TRACE_INDEX_BACKFILL.replace("ORDER BY 1", "ORDER BY 4"))

@@ -88,6 +88,7 @@ class Filters:
     agent: str | None = None
     version: str | None = None
     environment: str | None = None
+    mode: str | None = None  # run modes (live, shadow, eval, replay, a list, or all); None: the server's (live)
 
     def params(self) -> dict[str, str]:
         return {k: v for k, v in asdict(self).items() if v not in (None, "")}

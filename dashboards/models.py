@@ -57,6 +57,7 @@ class Run(_Model):
     duration_ms: float | None = None
     name: str | None = None
     environment: str | None = None
+    mode: str | None = None  # live, shadow, eval, replay; None: the client named none (live)
     user_id: str | None = None
     failure_signature: str | None = None
     span_count: int | None = None

@@ -29,9 +29,12 @@ log = logging.getLogger(__name__)
 
 TRACE_PAGE = "views/trace.py"
 COMPARE_PAGE = "views/compare.py"
-FILTER_KEYS = ("project", "since", "until", "agent", "version", "environment")
+FILTER_KEYS = ("project", "since", "until", "agent", "version", "environment", "mode")
 TIME_RANGES = ("1h", "6h", "24h", "7d", "30d", "90d", "all")
 DEFAULT_RANGE = "24h"
+# Run modes (design.md §4): live figures leave shadow, eval and replay runs out unless asked for.
+DEFAULT_MODE = "live"
+MODES = ("live", "shadow", "eval", "replay", "all")
 EMPTY_HINT = "no runs yet: run `steplens demo` to send some (or widen the time range / clear the filters)"
 
 
@@ -87,6 +90,10 @@ def filters_sidebar() -> Filters:
         st.session_state["w_since"] = st.session_state["keep_since"] = DEFAULT_RANGE
     for key in ("project", "agent", "version", "environment"):
         url_widget_value(key, "")
+    url_widget_value("mode", DEFAULT_MODE)
+    modes = list(MODES)
+    if st.session_state["w_mode"] not in modes:  # a list from a link (e.g. live,shadow) is kept as it is
+        modes.append(st.session_state["w_mode"])
     with st.sidebar:
         st.subheader("Filters")
         st.selectbox("Time range", TIME_RANGES, key="w_since", on_change=_keep, args=("since",),
@@ -96,6 +103,9 @@ def filters_sidebar() -> Filters:
         st.text_input("Agent", key="w_agent", on_change=_keep, args=("agent",))
         st.text_input("Version", key="w_version", on_change=_keep, args=("version",))
         st.text_input("Environment", key="w_environment", on_change=_keep, args=("environment",))
+        st.selectbox("Run mode", modes, key="w_mode", on_change=_keep, args=("mode",),
+                     help="live: production runs (and runs that name no mode). Shadow, eval and replay runs are "
+                     "left out of every figure unless chosen here; all: every run.")
         if st.button("Refresh data", icon=":material/refresh:"):
             clear_cache()
     values = {k: str(st.session_state.get(f"w_{k}", "")).strip() for k in FILTER_KEYS if k != "until"}
@@ -109,6 +119,7 @@ def filters_sidebar() -> Filters:
         agent=values["agent"] or None,
         version=values["version"] or None,
         environment=values["environment"] or None,
+        mode=values["mode"] or DEFAULT_MODE,
     )
 
 

@@ -396,18 +396,24 @@ TOOL_ROLLUP_NUMBERS = (
     "observation_tokens", "estimated_observations", "direct", "decision", "decision_llm_calls",
     "decision_input_tokens", "decision_output_tokens",
 )  # fmt: skip
-TOOL_ROLLUP_KEYS = ("start_time", "project", "agent", "version", "environment", "tool_name", "part", "part_key")
+# The run facts a rollup cell is keyed by. Version 8's backfill was written with the first three;
+# `mode` joined them later (ANALYTICS_RUN_MODE), so that migration keeps its own tuple.
+V8_ROLLUP_FACTS = ("agent", "version", "environment")
+ROLLUP_FACTS = (*V8_ROLLUP_FACTS, "mode")
+TOOL_ROLLUP_KEYS = ("start_time", "project", *ROLLUP_FACTS, "tool_name", "part", "part_key")
 
 
-def tool_rollup_rows(calls: str, carry: str) -> str:
+def tool_rollup_rows(calls: str, carry: str, facts: tuple[str, ...] = ROLLUP_FACTS) -> str:
     """SELECT of tool_rollup-shaped rows (one per cell) from `calls` (a relation with tool_calls'
     columns plus `sign`: +1 adds the row, -1 removes it) and `carry` (tool_carry's columns + `sign`).
 
     Used for the load-time deltas, the migration's backfill and the query's partial edge hours, so the
-    three can never disagree. `calls`/`carry` are SQL of this package, never user input.
+    three can never disagree. `calls`/`carry` are SQL of this package, never user input; `facts` are
+    the run facts a cell is keyed by (a shipped migration passes the ones of its time).
     """
     dec = "DECIMAL(38, 12)"
-    keys = "bucket, project, agent, version, environment, tool_name"
+    cols = ", ".join(facts)
+    keys = f"bucket, project, {cols}, tool_name"
     return f"""
 WITH c AS (
     SELECT *, date_trunc('hour', coalesce(run_start, start_time)) AS bucket,
@@ -415,7 +421,7 @@ WITH c AS (
     FROM ({calls})
 ),
 k AS (SELECT *, date_trunc('hour', coalesce(run_start, start_time)) AS bucket FROM ({carry}))
-SELECT bucket AS start_time, project, agent, version, environment, tool_name, 'calls' AS part, '' AS part_key,
+SELECT bucket AS start_time, project, {cols}, tool_name, 'calls' AS part, '' AS part_key,
     sum(sign)::BIGINT AS entries, sum(sign)::BIGINT AS value,
     (count(DISTINCT trace_id) FILTER (WHERE sign > 0) - count(DISTINCT trace_id) FILTER (WHERE sign < 0))::BIGINT
         AS runs,
@@ -437,11 +443,11 @@ SELECT bucket AS start_time, project, agent, version, environment, tool_name, 'c
     arg_max(trace_id, ex_key) FILTER (WHERE sign > 0) AS example_trace
 FROM c GROUP BY {keys}
 UNION ALL BY NAME
-SELECT bucket AS start_time, project, agent, version, environment, tool_name, 'error' AS part,
+SELECT bucket AS start_time, project, {cols}, tool_name, 'error' AS part,
     coalesce(error_type, 'error') AS part_key, sum(sign)::BIGINT AS entries, sum(sign)::BIGINT AS value
 FROM c WHERE is_error GROUP BY {keys}, part_key
 UNION ALL BY NAME
-SELECT bucket AS start_time, project, agent, version, environment, tool_name, 'carry' AS part,
+SELECT bucket AS start_time, project, {cols}, tool_name, 'carry' AS part,
     model AS part_key, sum(sign)::BIGINT AS entries, sum(sign * resent_tokens)::BIGINT AS value
 FROM k GROUP BY {keys}, model
 """
@@ -469,7 +475,8 @@ def trace_key_sql(expr: str) -> str:
 
 TOOL_ROLLUP_BACKFILL = f"""
 INSERT INTO tool_rollup BY NAME
-SELECT * FROM ({tool_rollup_rows("SELECT *, 1 AS sign FROM tool_calls", "SELECT *, 1 AS sign FROM tool_carry")})
+SELECT * FROM ({tool_rollup_rows("SELECT *, 1 AS sign FROM tool_calls", "SELECT *, 1 AS sign FROM tool_carry",
+                                 V8_ROLLUP_FACTS)})
 ORDER BY start_time
 """
 
@@ -547,6 +554,29 @@ CREATE TABLE IF NOT EXISTS log_records (
 )
 """
 
+# The run's mode (live, shadow, eval, replay; NULL = a client that sent none, read as live) joins the
+# run facts copied onto the analytics rows, so /api/tools and /api/cost keep eval and shadow runs out of
+# live figures without a join (design.md §4 `mode`). Stored rows take their run's mode; the rollup gains
+# it as a key, so it is rebuilt from tool_calls/tool_carry (one pass, like version 8's backfill).
+_MODE_TABLES = ("tool_calls", "tool_carry", "run_models")
+ANALYTICS_RUN_MODE = [
+    *(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS mode VARCHAR" for table in (*_MODE_TABLES, "tool_rollup")),
+    *(
+        f"UPDATE {table} SET mode = r.mode FROM runs r "
+        f"WHERE r.project = {table}.project AND r.trace_id = {table}.trace_id AND r.mode IS NOT NULL"
+        for table in _MODE_TABLES
+    ),
+    "DELETE FROM tool_rollup",
+    f"""
+INSERT INTO tool_rollup BY NAME
+SELECT * FROM ({tool_rollup_rows("SELECT *, 1 AS sign FROM tool_calls", "SELECT *, 1 AS sign FROM tool_carry",
+                                 ("agent", "version", "environment", "mode"))})
+ORDER BY start_time
+""",
+]
+# The whole rollup rebuilt from tool_calls/tool_carry with the current keys (bench/_query_data.py).
+TOOL_ROLLUP_REBUILD = ANALYTICS_RUN_MODE[-2:]
+
 # Traces whose analytics upkeep fails on their own (ingest/store/upkeep.py isolates them): skipped by
 # every pass, retried alone with backoff from `next_at`, so one bad trace never blocks the others'
 # analytics. Kept in DuckDB so the backoff and the count survive a restart.
@@ -576,5 +606,6 @@ MIGRATIONS: list[list[str]] = [
     CONVENTION_SPAN_COLUMNS,  # span facts of more client conventions (reasoning, cache write, TTFC)
     [LOG_RECORDS_DDL],  # OTLP log records: GenAI events and evaluation results keyed to their spans
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
+    ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
 ]
 

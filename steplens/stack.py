@@ -92,7 +92,8 @@ def stored_runs(api: str) -> int | None:
     """0 when the store is empty, 1 when it holds at least one run, None when the API cannot tell
     (then the demo runs: a missing demo is worse than a second batch)."""
     try:
-        response = httpx.get(f"{api}/api/runs", params={"limit": 1}, headers=_auth_headers(), timeout=10.0)
+        params = {"limit": 1, "mode": "all"}  # eval or shadow runs alone make a store that is not empty
+        response = httpx.get(f"{api}/api/runs", params=params, headers=_auth_headers(), timeout=10.0)
         return 1 if response.raise_for_status().json().get("runs") else 0
     except (httpx.HTTPError, ValueError, AttributeError):
         return None

@@ -29,7 +29,8 @@ with guard():
                 "rule": r.rule.get("name", ""), "source": "built-in" if r.builtin else "configured",
                 "status": "firing" if r.firing else "ok",
                 "firing for": ", ".join(hot) or "—", "kind": r.rule.get("kind", ""),
-                "metric": r.rule.get("metric", ""), "severity": r.rule.get("severity", ""),
+                "metric": r.rule.get("metric", ""), "modes": ", ".join(r.rule.get("modes") or ["live"]),
+                "severity": r.rule.get("severity", ""),
                 "last evaluated": "" if r.last_evaluated is None else f"{r.last_evaluated:%Y-%m-%d %H:%M:%S}",
                 "error": r.last_error or "",
             })

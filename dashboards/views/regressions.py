@@ -6,8 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards.regression_charts import drift_figure, findings_rows
+from dashboards.regressions_default import choose_opening
 from dashboards.text import code, inert
 from dashboards.ui import (
+    DEFAULT_RANGE,
     client,
     empty_state,
     example_links,
@@ -24,6 +26,20 @@ COMPARISONS = {"window": "Last window vs baseline", "release": "Release vs relea
 st.title("Regressions")
 filters = filters_sidebar()
 labels = list(COMPARISONS)
+if not param("comparison"):  # a link without one opens on the first comparison that has data
+    with guard():
+        opening = choose_opening(client(), filters, str(st.session_state.get("w_since", DEFAULT_RANGE)))
+        set_param("comparison", opening.comparison)
+        if opening.widened:
+            st.session_state["keep_since"] = opening.since
+            set_param("since", opening.since)
+            st.session_state["regressions_widened"] = opening.since
+        st.rerun()
+    st.stop()
+widened = st.session_state.pop("regressions_widened", None)
+if widened:
+    st.info(f"Opened on the whole history ({widened}): the selected time range had nothing to compare.",
+            icon=":material/info:")
 current = param("comparison", "window")
 comparison = st.radio("Comparison", labels, index=labels.index(current) if current in labels else 0,
                       format_func=COMPARISONS.get, horizontal=True)

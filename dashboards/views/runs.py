@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboards.ui import TRACE_PAGE, client, empty_state, filters_sidebar, guard, param, set_param, trace_url
+from dashboards.ui import (
+    DEFAULT_MODE,
+    TRACE_PAGE,
+    client,
+    empty_state,
+    filters_sidebar,
+    guard,
+    param,
+    set_param,
+    trace_url,
+)
 from tracer import conventions as c
 
 SORTS = ("start_time", "duration_ms", "cost_usd", "steps", "input_tokens")
@@ -52,6 +62,7 @@ with guard():
             "agent": r.agent,
             "version": r.version,
             "project": r.project,
+            "mode": r.mode or DEFAULT_MODE,
             "ok": r.ok,
             "stop reason": r.stop_reason,
             "steps": r.steps,

@@ -12,7 +12,7 @@ import streamlit as st
 from dashboards import charts
 from dashboards.text import code, inert
 from dashboards.trace_view import SOURCE_LABELS, LLMCall, StepView, agent_rows, build_trace_view
-from dashboards.ui import COMPARE_PAGE, client, fmt_ms, fmt_usd, guard, param, set_param
+from dashboards.ui import COMPARE_PAGE, DEFAULT_MODE, client, fmt_ms, fmt_usd, guard, param, set_param
 
 STEPS_PER_PAGE = 20
 SPANS_PER_WINDOW = 300
@@ -124,7 +124,8 @@ with guard():
     m[4].metric("Tokens in / out", f"{run.input_tokens or 0:,} / {run.output_tokens or 0:,}")
     m[5].metric("Cost", fmt_usd(run.cost_usd))
     m[6].metric("Duration", fmt_ms(run.duration_ms))
-    st.caption(f"project {inert(run.project)} · {len(view.spans):,} spans · started {inert(run.start_time)}")
+    st.caption(f"project {inert(run.project)} · {inert(run.mode or DEFAULT_MODE)} run · {len(view.spans):,} spans · "
+               f"started {inert(run.start_time)}")
     if run.agents:
         st.markdown("**Agents**" + (" (sub-agents: " + ", ".join(code(a) for a in run.sub_agents) + ")"
                                     if run.sub_agents else ""))

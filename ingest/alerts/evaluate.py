@@ -27,6 +27,7 @@ def rule_filters(rule: AlertRule) -> CommonFilters:
         projects=None if rule.project is None else frozenset({rule.project}),
         agent=rule.agent,
         environment=rule.environment,
+        modes=frozenset(m.value for m in rule.modes),
     )
 
 

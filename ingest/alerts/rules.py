@@ -16,6 +16,7 @@ from ingest.analytics.drift import DriftConfig
 from ingest.analytics.durations import Duration
 from ingest.analytics.findings import DEFAULT_ALPHA
 from ingest.analytics.metrics import MetricKind, metric_by_key
+from tracer.conventions import RunMode
 
 LOG_CHANNEL = "log"
 
@@ -62,6 +63,11 @@ class AlertRule(BaseModel):
     agent: str | None = Field(None, description="Only this agent; unset = every agent, each on its own.")
     project: str | None = Field(None, description="Only this project; unset = every project.")
     environment: str | None = None
+    modes: list[RunMode] = Field(
+        default_factory=lambda: [RunMode.LIVE], min_length=1,
+        description="Run modes the rule judges (live also covers runs that name no mode); eval and shadow runs "
+        "are left out unless listed.",
+    )
     threshold: float | None = Field(None, description="threshold rules: fire when the window's value exceeds it.")
     window: Duration = Field(timedelta(hours=24), description="Current window (threshold, window rules).")
     baseline: Duration = Field(timedelta(days=7), description="Baseline period before the window (window rules).")

@@ -10,10 +10,19 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 from ingest.api.access import ReadAccess
-from ingest.queries.filters import CommonFilters
+from ingest.queries.filters import LIVE_ONLY, CommonFilters
+from tracer.conventions import RunMode
 
 _RELATIVE = re.compile(r"^\s*(\d{1,9})\s*(s|m|h|d|w)\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -64,6 +73,30 @@ def parse_time(value: object, now: datetime | None = None) -> datetime | None:
 
 
 TimeParam = Annotated[datetime | None, BeforeValidator(parse_time)]
+
+ALL_MODES = "all"
+MODE_VALUES = tuple(m.value for m in RunMode)
+
+
+def parse_modes(value: str | None) -> frozenset[str] | None:
+    """`mode`: one run mode, a comma-separated list of them, or `all` (None: every mode, including
+    values outside the four a client may have sent). Unset means live."""
+    if value is None:
+        return LIVE_ONLY
+    parts = {p.strip().lower() for p in value.split(",") if p.strip()}
+    if not parts:
+        raise ValueError(f"mode is empty: give {', '.join(MODE_VALUES)}, a comma-separated list of them, or all")
+    if ALL_MODES in parts:
+        return None
+    unknown = sorted(parts - set(MODE_VALUES))
+    if unknown:
+        raise ValueError(f"unknown mode {', '.join(unknown)}: use {', '.join(MODE_VALUES)} (comma-separated) or all")
+    return frozenset(parts)
+
+
+MODE_HELP = (
+    "Run modes: live (default; also runs that name no mode), shadow, eval, replay, a comma-separated list, or all."
+)
 Text = Annotated[str | None, Field(max_length=512)]
 
 
@@ -79,6 +112,17 @@ class CommonParams(BaseModel):
     agent: Text = None
     version: Text = None
     environment: Text = None
+    mode: Text = Field(None, description=MODE_HELP)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str | None) -> str | None:
+        parse_modes(v)  # a bad `mode` is a 422 naming it
+        return v
+
+    def modes(self) -> frozenset[str] | None:
+        """The run modes in scope (None: all); live when `mode` is not given."""
+        return parse_modes(self.mode)
 
     def to_filters(self, access: ReadAccess, *, until: datetime | None = None) -> CommonFilters:
         """These filters narrowed to the projects the caller may read (the one place a `project`
@@ -90,6 +134,7 @@ class CommonParams(BaseModel):
             agent=self.agent,
             version=self.version,
             environment=self.environment,
+            modes=self.modes(),
         )
 
     @model_validator(mode="after")
@@ -116,6 +161,13 @@ class RunsParams(CommonParams):
     order: Literal["desc", "asc"] = "desc"
     limit: int = Field(50, ge=1, le=1000)
     cursor: str | None = Field(None, max_length=4096, description="`next` of the previous page.")
+
+    def modes(self) -> frozenset[str] | None:
+        """As everywhere, live unless `mode` says otherwise; but asking for an evaluation's runs
+        (`eval_run_id`, `eval_case_id`) without a `mode` means its runs, whatever their mode."""
+        if self.mode is None and (self.eval_run_id is not None or self.eval_case_id is not None):
+            return None
+        return parse_modes(self.mode)
 
 
 class TraceParams(BaseModel):

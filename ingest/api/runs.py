@@ -25,6 +25,7 @@ def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilte
         agent=params.agent,
         version=params.version,
         environment=params.environment,
+        modes=params.modes(),
         ok=params.ok,
         stop_reason=params.stop_reason,
         model=params.model,

@@ -9,6 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tracer.conventions import RunMode
+
+# What a run without `steplens.run.mode` is (foreign clients send none): live.
+DEFAULT_MODE = RunMode.LIVE.value
+LIVE_ONLY: frozenset[str] = frozenset({DEFAULT_MODE})
+
 
 @dataclass(frozen=True)
 class CommonFilters:
@@ -16,7 +22,9 @@ class CommonFilters:
 
     `projects` is the set the caller may read after narrowing by the `project` parameter:
     None means every project; an empty set means nothing (a key for project A asking for B).
-    Datetimes are naive UTC, like the TIMESTAMP columns.
+    Datetimes are naive UTC, like the TIMESTAMP columns. `modes` are the run modes in scope (a run
+    without one is live); None means every mode. Live only by default, so a caller that forgets it
+    never mixes eval, shadow or replay runs into live figures.
     """
 
     projects: frozenset[str] | None = None
@@ -25,6 +33,7 @@ class CommonFilters:
     agent: str | None = None
     version: str | None = None
     environment: str | None = None
+    modes: frozenset[str] | None = LIVE_ONLY
 
 
 @dataclass
@@ -53,6 +62,17 @@ def project_clause(where: Where, projects: frozenset[str] | None, column: str = 
     where.add(f"{column} IN ({', '.join('?' for _ in ordered)})", *ordered)
 
 
+def mode_clause(where: Where, modes: frozenset[str] | None, column: str = "mode") -> None:
+    """Restrict to runs of `modes` (None: every mode); a NULL mode counts as live."""
+    if modes is None:
+        return
+    if not modes:
+        where.add("FALSE")
+        return
+    ordered = sorted(modes)
+    where.add(f"coalesce({column}, '{DEFAULT_MODE}') IN ({', '.join('?' for _ in ordered)})", *ordered)
+
+
 def runs_common_where(f: CommonFilters, only_runs: bool = True) -> Where:
     """WHERE clause over the runs table for the filters shared by all endpoints.
 
@@ -73,6 +93,7 @@ def runs_common_where(f: CommonFilters, only_runs: bool = True) -> Where:
         where.add("version = ?", f.version)
     if f.environment is not None:
         where.add("environment = ?", f.environment)
+    mode_clause(where, f.modes)
     return where
 
 

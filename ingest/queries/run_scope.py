@@ -2,7 +2,7 @@
 
 The common filters (agent, version, environment, time range) are facts of the run. For tables
 without them (plan_spans), `scoped_from` joins the filtered runs. For the analytics tables the loader
-copies them onto every analytics row of the run (`run_start`, `agent`, `version`, `environment`,
+copies them onto every analytics row of the run (`run_start`, `agent`, `version`, `environment`, `mode`,
 kept in step as late spans arrive), so these tables are filtered directly, with the same meaning
 as `runs_common_where` on the runs table: a join with runs on 32-character trace ids cost more
 than the aggregate itself at millions of rows.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ingest.queries.filters import CommonFilters, Where, project_clause, runs_common_where
+from ingest.queries.filters import CommonFilters, Where, mode_clause, project_clause, runs_common_where
 
 CHILD_SLACK = timedelta(hours=1)
 
@@ -63,4 +63,5 @@ def facts_from(table: str, alias: str, filters: CommonFilters) -> tuple[str, lis
         where.add(f"{alias}.version = ?", filters.version)
     if filters.environment is not None:
         where.add(f"{alias}.environment = ?", filters.environment)
+    mode_clause(where, filters.modes, column=f"{alias}.mode")
     return f"FROM {table} {alias} WHERE {where.sql()}", list(where.params)

@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from ingest.queries.filters import CommonFilters, Where, project_clause
+from ingest.queries.filters import CommonFilters, Where, mode_clause, project_clause
 from ingest.queries.run_scope import facts_from
 from ingest.schema import TOOL_ROLLUP_NUMBERS, tool_rollup_rows
 
@@ -76,6 +76,7 @@ def _cell_where(filters: CommonFilters, lo: datetime | None, hi: datetime | None
     for column, value in (("agent", filters.agent), ("version", filters.version), ("environment", filters.environment)):
         if value is not None:
             where.add(f"r.{column} = ?", value)
+    mode_clause(where, filters.modes, column="r.mode")
     return where
 
 

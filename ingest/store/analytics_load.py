@@ -94,7 +94,7 @@ _REPLACE_MODELS = [
     SELECT n.project, n.trace_id, n.model, n.provider, min(n.start_time) AS start_time, count(*) AS llm_calls,
         coalesce(sum(n.input_tokens), 0) AS input_tokens, coalesce(sum(n.output_tokens), 0) AS output_tokens,
         sum(n.cost_usd) AS cost_usd, any_value(t.run_start) AS run_start, any_value(t.agent) AS agent,
-        any_value(t.version) AS version, any_value(t.environment) AS environment
+        any_value(t.version) AS version, any_value(t.environment) AS environment, any_value(t.mode) AS mode
     FROM trace_spans n JOIN touched t USING (project, trace_id)
     WHERE n.operation = $llm
     GROUP BY n.project, n.trace_id, n.model, n.provider
@@ -156,7 +156,7 @@ obs AS (
     FROM truncs GROUP BY project, trace_id, span_id
 )
 SELECT t.project, t.trace_id, t.span_id, t.tool_name, t.start_time, t.end_time, t.duration_ms,
-    r.run_start, r.agent, r.version, r.environment,
+    r.run_start, r.agent, r.version, r.environment, r.mode,
     (t.status = 'ERROR' OR t.error_type IS NOT NULL) AS is_error, t.error_type, t.tool_decision AS decision,
     t.cost_usd AS direct_cost_usd, d.cost AS decision_cost_usd, d.calls AS decision_llm_calls,
     d.in_tok AS decision_input_tokens, d.out_tok AS decision_output_tokens,
@@ -183,12 +183,12 @@ WITH llm AS (
 models AS (SELECT DISTINCT project, trace_id, price_model, total FROM llm),
 pairs AS (
     SELECT t.project, t.trace_id, t.span_id, t.tool_name, t.start_time, t.end_time, t.observation_tokens,
-        t.run_start, t.agent, t.version, t.environment, m.price_model, m.total
+        t.run_start, t.agent, t.version, t.environment, t.mode, m.price_model, m.total
     FROM new_tool_calls t JOIN models m ON m.project = t.project AND m.trace_id = t.trace_id
     WHERE t.observation_tokens > 0
 )
 SELECT p.project, p.trace_id, p.span_id, p.tool_name, p.start_time, p.run_start, p.agent, p.version,
-    p.environment, p.price_model AS model,
+    p.environment, p.mode, p.price_model AS model,
     p.total - coalesce(l.upto, 0) AS later_calls,
     p.observation_tokens * (p.total - coalesce(l.upto, 0)) AS resent_tokens
 FROM pairs p ASOF LEFT JOIN llm l

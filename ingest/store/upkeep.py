@@ -94,7 +94,7 @@ GROUP BY p.project, p.trace_id ORDER BY min(p.queued_at) LIMIT $limit
 _TOUCHED = """
 CREATE OR REPLACE TEMP TABLE touched AS
 SELECT r.project, r.trace_id, r.span_start, r.span_end, r.start_time AS run_start, r.agent, r.version,
-    r.environment, f.trace_id IS NOT NULL AS fresh, coalesce(r.stop_reason_source = $reported, false) AS reported
+    r.environment, r.mode, f.trace_id IS NOT NULL AS fresh, coalesce(r.stop_reason_source = $reported, false) AS reported
 FROM runs r SEMI JOIN picked p ON r.project = p.project AND r.trace_id = p.trace_id
 LEFT JOIN (SELECT DISTINCT project, trace_id FROM upkeep_fresh) f ON f.project = r.project AND f.trace_id = r.trace_id
 WHERE r.updated_at >= (SELECT min(queued_at) FROM picked)

@@ -38,9 +38,10 @@ def server_problem(endpoint: str, timeout_s: float = 3.0) -> str | None:
 
 
 def _run_time(endpoint: str, order: str, headers: dict[str, str] | None) -> datetime | None:
-    """Start time of the earliest (`asc`) or latest (`desc`) stored run; None when the store has none."""
+    """Start time of the earliest (`asc`) or latest (`desc`) stored run of any mode (eval and shadow
+    runs hold their place in the history too); None when the store has none."""
     response = httpx.get(_base_url(endpoint) + "/api/runs", headers=headers, timeout=30.0,
-                         params={"limit": 1, "sort": "start_time", "order": order})
+                         params={"limit": 1, "sort": "start_time", "order": order, "mode": "all"})
     runs = response.raise_for_status().json().get("runs") or []
     stamp = runs[0].get("start_time") if runs else None
     return None if not stamp else datetime.fromisoformat(stamp).astimezone(UTC)

@@ -143,7 +143,7 @@ def _all_runs(api: str) -> list[dict]:
     runs: list[dict] = []
     cursor = None
     while True:
-        params = {"limit": 1000, **({"cursor": cursor} if cursor else {})}
+        params = {"limit": 1000, "mode": "all", **({"cursor": cursor} if cursor else {})}
         page = httpx.get(f"{api}/api/runs", params=params, timeout=30).raise_for_status().json()
         runs += page["runs"]
         if not (cursor := page["next"]):

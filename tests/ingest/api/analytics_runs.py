@@ -76,6 +76,7 @@ class Run:
     stop_reason: str = c.StopReason.FINISH.value
     start: datetime = T0
     trace_id: str = ""
+    mode: str | None = None  # steplens.run.mode; None: the run names no mode (as foreign clients)
 
 
 class RunEmitter:
@@ -120,6 +121,7 @@ class RunEmitter:
                 c.RUN_OK: spec.ok,
                 c.RUN_STOP_REASON: spec.stop_reason,
                 c.RUN_STEPS: len(spec.steps),
+                **({c.RUN_MODE: spec.mode} if spec.mode is not None else {}),
             },
         )
         spec.trace_id = format(root.get_span_context().trace_id, "032x")

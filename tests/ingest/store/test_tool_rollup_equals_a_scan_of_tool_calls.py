@@ -2,7 +2,7 @@
 
 The rollup is maintained by deltas (a trace's old rows subtracted, its new rows added) in every load
 transaction, so it is only right if each delta is. Kernel-shaped runs (errors, truncation, several
-agents, models and tools, 2.5 hours so that whole hour buckets and partial edge hours both occur) are
+agents, models, tools and run modes, 2.5 hours so that whole hour buckets and partial edge hours both occur) are
 loaded whole, and cut into small batches shuffled across traces (children before roots, LLM calls
 after the tool they chose). For each store and several filters, /api/tools' query must equal the
 direct aggregate over tool_calls/tool_carry (what the query did before the rollup), and the rollup
@@ -32,6 +32,7 @@ from tests.ingest.api.otlp_runs import T0
 
 RUNS = 150  # 60 s apart: 2.5 hours of runs (whole hour buckets and partial edge hours)
 TOOLS = ["search", "fetch", "refund", None]  # None: a tool span without a name
+MODES = [None, None, "live", "eval", "shadow"]  # None: the run names no mode (live)
 BASE = T0.replace(tzinfo=None)
 
 
@@ -55,7 +56,7 @@ def random_run(rng: random.Random, i: int) -> Run:
         steps.append(Step(chats=chats, tools=tools))
     steps.append(Step(chats=[Chat(cost=0.02)]))
     return Run(steps=steps, agent=rng.choice(["support", "billing"]), version=rng.choice(["1", "2"]),
-               start=T0 + timedelta(seconds=60 * i))  # fmt: skip
+               start=T0 + timedelta(seconds=60 * i), mode=rng.choice(MODES))  # fmt: skip
 
 
 def single_span_requests() -> list[ExportTraceServiceRequest]:
@@ -144,7 +145,12 @@ def reference(conn: duckdb.DuckDBPyConnection, filters: CommonFilters) -> tuple[
 
 
 FILTERS = {
-    "everything": CommonFilters(),
+    "everything": CommonFilters(modes=None),
+    "live (the default)": CommonFilters(),
+    "eval, unaligned range": CommonFilters(
+        since=BASE + timedelta(minutes=7, seconds=13), until=BASE + timedelta(minutes=128), modes=frozenset({"eval"})
+    ),
+    "live and shadow, one agent": CommonFilters(agent="billing", modes=frozenset({"live", "shadow"})),
     "unaligned range": CommonFilters(
         since=BASE + timedelta(minutes=7, seconds=13), until=BASE + timedelta(minutes=128)
     ),
@@ -191,3 +197,16 @@ def test_rollup_maintained_by_deltas_equals_one_rebuilt_from_scratch(stores, sto
     assert len(stored) > 50 and stored == rebuilt
     hours = {row[0] for row in stored}
     assert len(hours) >= 2, "the runs should span more than one hour bucket"
+
+
+@pytest.mark.parametrize("store", ["whole", "shuffled"])
+def test_analytics_rows_carry_their_runs_mode_whatever_the_arrival_order(stores, store):
+    """A run's mode is on its root span, which may come after its tool and LLM spans: the rows
+    written before it must take it once it arrives, or eval calls would count as live."""
+    conn = stores[store]
+    for table in ("tool_calls", "tool_carry", "run_models"):
+        rows, wrong, moded = conn.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE x.mode IS DISTINCT FROM r.mode), count(r.mode) "
+            f"FROM {table} x JOIN runs r USING (project, trace_id)"
+        ).fetchall()[0]
+        assert rows and moded and wrong == 0, table

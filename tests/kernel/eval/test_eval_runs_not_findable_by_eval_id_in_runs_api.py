@@ -32,8 +32,10 @@ def test_runs_filtered_by_eval_run_and_case(ingest_server, tmp_path: Path) -> No
     run_demo(api, runs=5, seed=3, concurrency=2, progress=False)
     assert ingest_server.store.wait_loaded(20)
 
-    every = httpx.get(f"{api}/api/runs", params={"limit": 1000}, timeout=10).json()["runs"]
+    every = httpx.get(f"{api}/api/runs", params={"limit": 1000, "mode": "all"}, timeout=10).json()["runs"]
     assert len(every) == len(first.cases) + len(second.cases) + 5
+    live = httpx.get(f"{api}/api/runs", params={"limit": 1000}, timeout=10).json()["runs"]
+    assert len(live) == 5 and {r["mode"] for r in live} == {"live"}  # eval runs stay out of live figures
 
     for ev in (first, second):
         page = httpx.get(f"{api}/api/runs", params={"eval_run_id": ev.run_id, "limit": 1000}, timeout=10)

@@ -16,7 +16,7 @@ from kernel.examples.cli import demo_command, place_history
 def _starts(url: str) -> list[datetime]:
     runs, cursor = [], None
     while True:
-        params = {"limit": 1000, **({"cursor": cursor} if cursor else {})}
+        params = {"limit": 1000, "mode": "all", **({"cursor": cursor} if cursor else {})}
         page = httpx.get(f"{url}/api/runs", params=params, timeout=30).raise_for_status().json()
         runs += page["runs"]
         if not (cursor := page["next"]):
@@ -65,6 +65,7 @@ def test_an_ingest_only_key_still_sends_a_history_ending_now(start_ingest_server
     assert demo_command(server.http_url, runs=12, seed=4, concurrency=6, console=quiet, days=2) == 0
     assert "may not read the stored runs (403)" in quiet.file.getvalue()  # type: ignore[attr-defined]
     assert server.store.wait_loaded(30)
-    page = httpx.get(f"{server.http_url}/api/runs", headers={"x-api-key": "reader-0123456789"}, timeout=30).json()
+    page = httpx.get(f"{server.http_url}/api/runs", params={"mode": "all"}, headers={"x-api-key": "reader-0123456789"},
+                     timeout=30).json()
     starts = [datetime.fromisoformat(r["start_time"]).astimezone(UTC) for r in page["runs"]]
     assert len(starts) == 12 and max(starts) - min(starts) > timedelta(hours=6)
