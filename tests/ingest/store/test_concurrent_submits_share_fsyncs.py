@@ -14,7 +14,10 @@ async def test_async_submits_share_fsyncs(open_store) -> None:
     await asyncio.gather(*(store.submit("p", request([root, *kids])) for root, kids in runs))
     stats = store.stats()
     assert stats.requests_acked == 200
-    assert 1 <= stats.fsyncs < 20, stats  # 200 requests, a handful of group commits
+    # 200 requests, a few group commits: one fsync per request would be 200; how many requests share
+    # one depends on how fast this machine normalizes them (21 seen on a loaded 2-core box), so the
+    # bound asks for at least 4 requests per fsync on average
+    assert 1 <= stats.fsyncs <= 50, stats
     assert store.metrics.spool_fsyncs._value.get() == stats.fsyncs
     assert store.wait_loaded(10)
     with store.read() as cur:
