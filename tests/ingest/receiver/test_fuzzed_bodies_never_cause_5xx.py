@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections.abc import Callable
 
 import grpc
 import httpx
@@ -142,13 +143,12 @@ def test_json_oddities_in_otlp_fields(client) -> None:
     run()
 
 
-def test_mutated_valid_protobuf_over_http_and_grpc(client, make_request) -> None:
-    server, c = client
-    valid = make_request(4).SerializeToString()
-    channel = grpc.insecure_channel(server.grpc_target)
-    export_raw = channel.unary_unary(
-        "/opentelemetry.proto.collector.trace.v1.TraceService/Export", request_serializer=None, response_deserializer=None
-    )
+def fuzz_mutated_protobuf(valid: bytes, grpc_target: str, method: str, post: Callable[..., None]) -> None:
+    """Byte edits and truncations of a valid protobuf body, sent over HTTP with `post(body, ctype,
+    encoding)` (which asserts no 5xx) and over gRPC `method` (only INVALID_ARGUMENT or
+    RESOURCE_EXHAUSTED may come back). Shared by the traces and logs receivers."""
+    channel = grpc.insecure_channel(grpc_target)
+    export_raw = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
 
     @FUZZ
     @given(
@@ -171,7 +171,7 @@ def test_mutated_valid_protobuf_over_http_and_grpc(client, make_request) -> None
             elif body:
                 del body[pos]
         data = bytes(body[: max(cut, len(body) // 2)])
-        _post(c, data, "application/x-protobuf", encoding)
+        post(data, "application/x-protobuf", encoding)
         try:
             export_raw(data, timeout=5)
         except grpc.RpcError as err:
@@ -181,3 +181,11 @@ def test_mutated_valid_protobuf_over_http_and_grpc(client, make_request) -> None
         run()
     finally:
         channel.close()
+
+
+def test_mutated_valid_protobuf_over_http_and_grpc(client, make_request) -> None:
+    server, c = client
+    fuzz_mutated_protobuf(
+        make_request(4).SerializeToString(), server.grpc_target,
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export", lambda *a: _post(c, *a),
+    )

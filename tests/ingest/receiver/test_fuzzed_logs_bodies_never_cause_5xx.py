@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import grpc
 import httpx
 import pytest
 from hypothesis import given
@@ -18,6 +17,7 @@ from tests.ingest.receiver.test_fuzzed_bodies_never_cause_5xx import (
     FUZZ,
     OK_CODES,
     _encode,
+    fuzz_mutated_protobuf,
     json_values,
 )
 from tests.support.genai_logs import chat_with_events, encode_logs
@@ -69,42 +69,9 @@ def test_random_bytes_and_json(client) -> None:
 
 def test_mutated_valid_protobuf_over_http_and_grpc(client) -> None:
     server, c = client
-    valid = encode_logs(chat_with_events().logs).SerializeToString()
-    channel = grpc.insecure_channel(server.grpc_target)
-    export_raw = channel.unary_unary(
-        "/opentelemetry.proto.collector.logs.v1.LogsService/Export", request_serializer=None, response_deserializer=None
+    fuzz_mutated_protobuf(
+        encode_logs(chat_with_events().logs).SerializeToString(), server.grpc_target,
+        "/opentelemetry.proto.collector.logs.v1.LogsService/Export", lambda *a: _post(c, *a),
     )
-
-    @FUZZ
-    @given(
-        edits=st.lists(
-            st.tuples(st.integers(0, len(valid) - 1), st.integers(0, 255), st.sampled_from(["set", "insert", "delete"])),
-            min_size=1,
-            max_size=6,
-        ),
-        cut=st.integers(0, len(valid)),
-        encoding=ENCODINGS,
-    )
-    def run(edits, cut: int, encoding: str | None) -> None:
-        body = bytearray(valid)
-        for pos, byte, op in edits:
-            pos = min(pos, len(body) - 1)
-            if op == "set" and body:
-                body[pos] = byte
-            elif op == "insert":
-                body.insert(pos, byte)
-            elif body:
-                del body[pos]
-        data = bytes(body[: max(cut, len(body) // 2)])
-        _post(c, data, "application/x-protobuf", encoding)
-        try:
-            export_raw(data, timeout=5)
-        except grpc.RpcError as err:
-            assert err.code() in {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}, err
-
-    try:
-        run()
-    finally:
-        channel.close()
     assert server.store.wait_loaded(20)
     assert server.store.stats().records_dead_lettered == 0  # what was accepted also loaded
