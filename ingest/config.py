@@ -144,6 +144,11 @@ class Settings(BaseSettings):
         "vs release, steps drift, failure rate and cost per run last 24 h vs the 7 days before; to the log). "
         "Any `[[alerts]]` replaces them; false turns them off. See docs/alerts.md.",
     )
+    search_index: Path | None = Field(
+        None,
+        description="Full-text search index file (SQLite FTS5, kept by the server; default: next to the db, "
+        "`<db>.search`). Derived from the spans: deleting it makes the server rebuild it.",
+    )
 
     @model_validator(mode="after")
     def _row_group_size(self) -> Settings:
@@ -191,6 +196,10 @@ class Settings(BaseSettings):
     @property
     def spool_path(self) -> Path:
         return self.spool_dir or self.db.with_name(self.db.name + ".spool")
+
+    @property
+    def search_index_path(self) -> Path:
+        return self.search_index or self.db.with_name(self.db.name + ".search")
 
 
 def load_settings(config: Path | None = None, **overrides: object) -> Settings:

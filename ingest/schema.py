@@ -591,6 +591,22 @@ CREATE TABLE IF NOT EXISTS upkeep_quarantine (
 )
 """
 
+# Full-text search (ingest/search): spans stored but not yet in the search index, queued inside the load
+# transaction with their content columns, deleted by the writer once the index (a SQLite FTS5 sidecar
+# file) has committed them. Its size is the index's lag; the index itself is derived and rebuildable.
+SEARCH_PENDING_DDL = """
+CREATE TABLE IF NOT EXISTS search_pending (
+    project          VARCHAR   NOT NULL,
+    trace_id         VARCHAR   NOT NULL,
+    span_id          VARCHAR   NOT NULL,
+    start_time       TIMESTAMP NOT NULL,
+    status_message   VARCHAR,
+    attributes       JSON,
+    events           JSON,
+    queued_at        TIMESTAMP NOT NULL   -- the load's time: one value per load transaction
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -607,5 +623,6 @@ MIGRATIONS: list[list[str]] = [
     [LOG_RECORDS_DDL],  # OTLP log records: GenAI events and evaluation results keyed to their spans
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
+    [SEARCH_PENDING_DDL],  # full-text search: spans queued for the search index (its lag)
 ]
 

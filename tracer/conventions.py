@@ -510,3 +510,17 @@ GUARD_PREVIOUS_STEP = "steplens.guard.previous_step"  # the step of the call it 
 GUARD_MESSAGE = "steplens.guard.message"  # content: what the model was told instead
 STEP_GUARD_EVENTS = "steplens.step.guard_events"  # on the step span: how many refusals it had
 CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {GUARD_MESSAGE}
+
+
+# --------------------------------------------------------------------------------------------
+# Full-text search (ingest/search): what counts as a span's content, whatever client sent it.
+# --------------------------------------------------------------------------------------------
+
+# Attributes indexed as content: ours and the GenAI conventions' (CONTENT_ATTRIBUTES), the OpenInference
+# and Traceloop input/output, the deprecated GenAI prompt/completion.
+SEARCH_CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {
+    OI_INPUT_VALUE, OI_OUTPUT_VALUE, TRACELOOP_ENTITY_INPUT, TRACELOOP_ENTITY_OUTPUT, GEN_AI_PROMPT, GEN_AI_COMPLETION,
+}
+# Flattened message attributes (OpenInference `llm.input_messages.0.message.content`, OpenLLMetry
+# `gen_ai.prompt.0.content`): every key under these prefixes is content.
+SEARCH_CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")

@@ -28,6 +28,8 @@ from ingest.api.prices import add_price_routes
 from ingest.api.pricing import table_for
 from ingest.api.replanning import add_replanning_routes
 from ingest.api.runs import add_runs_routes
+from ingest.api.search import add_search_routes
+from ingest.api.spans import add_span_routes
 from ingest.api.tools import add_tool_routes
 from ingest.api.traces import add_trace_routes
 from tracer.pricing import PriceTable
@@ -62,4 +64,6 @@ def build_query_router(
     add_price_routes(router, read_access, price_table)
     add_replanning_routes(router, store, read_access, timeout_s)
     add_model_routes(router, store, read_access, timeout_s)
+    add_span_routes(router, store, read_access, timeout_s)
+    add_search_routes(router, store, read_access, timeout_s)
     return router

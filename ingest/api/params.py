@@ -157,6 +157,11 @@ class RunsParams(CommonParams):
     q: Text = Field(None, description="Case-insensitive substring of the run name or agent.")
     eval_run_id: Text = Field(None, description="Runs of this evaluation (`steplens eval run` prints its id).")
     eval_case_id: Text = Field(None, description="Runs of this evaluation case id.")
+    filter: str | None = Field(
+        None, max_length=4000,
+        description='Filter expression over the run and its spans, e.g. attributes["gen_ai.tool.name"] = "refund" '
+        "and steps > 5 (design.md §4 Filter expressions).",
+    )
     sort: Literal["start_time", "duration_ms", "cost_usd", "steps", "input_tokens"] = "start_time"
     order: Literal["desc", "asc"] = "desc"
     limit: int = Field(50, ge=1, le=1000)

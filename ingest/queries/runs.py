@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import duckdb
 
+from ingest.filters.compile import Sql
 from ingest.queries.filters import CommonFilters, Where, like_contains, project_clause, runs_common_where
 from ingest.schema import trace_key_sql
 
@@ -128,14 +129,18 @@ def list_runs(
     order: SortOrder = "desc",
     limit: int = 50,
     after: RunKey | None = None,
+    extra: Sql | None = None,
 ) -> RunsPage:
-    """One page of runs; `next_key` is set only when at least one more row exists."""
+    """One page of runs; `next_key` is set only when at least one more row exists. `extra` is a compiled
+    filter expression over `runs` (ingest/filters), ANDed with the rest."""
     if sort not in SORT_EXPRESSIONS:  # typed callers cannot get here; guard the SQL anyway
         raise ValueError(f"unknown sort field {sort!r}")
     key = SORT_EXPRESSIONS[sort]
     cmp = "<" if order == "desc" else ">"
     direction = "DESC" if order == "desc" else "ASC"
     where = runs_where(filters)
+    if extra is not None:
+        where.add(extra.sql, *extra.params)
     if after is not None:
         where.add(
             f"{key} {cmp} ? OR ({key} = ? AND (trace_id {cmp} ? OR (trace_id = ? AND project {cmp} ?)))",

@@ -40,6 +40,7 @@ import duckdb
 import pyarrow as pa
 
 from ingest.schema import trace_key_sql
+from ingest.search import pending as search_pending
 from ingest.store import logs_load, upkeep
 from ingest.store.run_sql import (
     FAILURE_SIGNATURE_SQL,
@@ -374,6 +375,7 @@ def load_batch(
                         conn.execute(statement)
                     conn.execute(_TRACE_INDEX)
                     upkeep.queue(conn, now)
+                    search_pending.queue(conn, now)
             finally:
                 _unregister(conn, "batch", *(["new_spans"] if view else []))
             for statement in _CLEANUP:

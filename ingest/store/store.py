@@ -41,6 +41,8 @@ from ingest.errors import Overloaded, StorageUnavailable
 from ingest.metrics import IngestMetrics
 from ingest.normalize.process import NormalizePool
 from ingest.normalize.values import out_of_range_counts
+from ingest.search.index import SearchIndex
+from ingest.search.indexer import SearchIndexer
 from ingest.store import database
 from ingest.store.committer import CommitterClosed, GroupCommitter, PendingWrite
 from ingest.store.database import open_database
@@ -131,6 +133,9 @@ class SpanStore:
         self._pool: NormalizePool | None = None
         self._spool_error: str | None = None  # the last spool write's failure, until a write succeeds
         self._spool_retry_at = 0.0  # before this, submits are refused without trying the disk
+        # the full-text index (ingest/search), kept by the writer thread; read by /api/search
+        self.search_index = SearchIndex(settings.search_index_path)
+        self.search_indexer = SearchIndexer(self.search_index, settings.retention_days)
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -173,6 +178,7 @@ class SpanStore:
                 upkeep_interval_s=s.upkeep_interval_s,
                 upkeep_max_traces=s.upkeep_max_traces,
                 reopen=self._reopen_database,
+                indexer=self.search_indexer,
             )
             replayed = writer.replay(start, first_seq=0)
             position = read_position(conn)
@@ -222,6 +228,7 @@ class SpanStore:
         if self._read_parent is not None:
             self._read_parent.close()
         self._conn.close()
+        self.search_index.close()
         self._started = False
 
     def _reopen_database(self, old: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -47,6 +47,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
+from ingest.search.indexer import SearchIndexer
 from ingest.store import deadletter, logs_load, upkeep
 from ingest.store.failures import Failure, classify, environmental
 from ingest.store.loading import LoadResult, load_batch
@@ -158,8 +159,10 @@ class Writer:
         upkeep_interval_s: float = 1.0,
         upkeep_max_traces: int = 50_000,
         reopen: Reopener | None = None,
+        indexer: SearchIndexer | None = None,
     ) -> None:
         self._conn = conn
+        self._indexer = indexer  # the full-text index (ingest/search/indexer.py), stepped between loads
         self._reopen = reopen
         # why the database cannot be written right now (None: it can); read by the store for 503s
         self.unwritable: str | None = None
@@ -335,6 +338,21 @@ class Writer:
             return float("inf")
         return max(0.0, self._reopen_due - time.monotonic())
 
+    def _index_wait(self) -> float:
+        """Seconds until the search index's next step is due while idle (inf: nothing to index)."""
+        if self._indexer is None or self.failed is not None or self.unwritable is not None:
+            return float("inf")
+        return self._indexer.wait_s()
+
+    def _index_step(self, idle: bool) -> None:
+        """Index pending spans: when idle, or every few seconds under sustained load, so its lag stays bounded."""
+        if self._indexer is None or self.failed is not None or self.unwritable is not None:
+            return
+        with self._cond:
+            idle = idle and not self._items
+        if self._indexer.due(idle):
+            self._indexer.step(self._conn)
+
     def _upkeep_wait(self) -> float:
         """Seconds until an upkeep pass (or a set-aside trace's retry) is due (0: now; inf: nothing to do).
         Caller holds the lock."""
@@ -356,8 +374,10 @@ class Writer:
                     or (self.failed is None and (self._items or self._retention_due()))
                     or self._upkeep_wait() == 0.0
                     or self._reopen_wait() == 0.0
+                    or self._index_wait() == 0.0
                 ):
-                    wait = min(60.0, self._next_retention - time.monotonic(), self._upkeep_wait(), self._reopen_wait())
+                    wait = min(60.0, self._next_retention - time.monotonic(), self._upkeep_wait(), self._reopen_wait(),
+                               self._index_wait())
                     self._cond.wait(max(0.01, wait))
                 reopen_due = self._reopen_wait() == 0.0
                 tasks, self._tasks = self._tasks, []
@@ -387,6 +407,7 @@ class Writer:
                 upkept = True
             if self.failed is None and not self._closing and self._retention_due():
                 self._retention_step()
+            self._index_step(idle=not batch and not upkept)
             with self._cond:
                 waiting = bool(self._items)
             # One pause per load while spans wait: an upkeep pass and a checkpoint back to back would
@@ -577,6 +598,8 @@ class Writer:
             self._deleted_before = segment
         self._hooks.loaded(items, result, time.monotonic() - started)
         self._rows_since_checkpoint += result.inserted
+        if result.inserted and self._indexer is not None:
+            self._indexer.note_loaded()
         with self._cond:
             if result.inserted and not self._upkeep_needed:
                 self._upkeep_needed = True

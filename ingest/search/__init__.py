@@ -1,0 +1,6 @@
+"""Full-text search over span content: a SQLite FTS5 index in a sidecar file, kept by the writer.
+
+The index is derived: spans are the truth, the index can be dropped and rebuilt (`steplens search
+reindex`), and how far it lags behind the stored spans is reported with every answer. See design.md §4
+"Full-text search".
+"""

@@ -1,0 +1,246 @@
+"""The full-text index: SQLite FTS5 (the standard library's sqlite3) in a sidecar file next to the DuckDB one.
+
+Why SQLite FTS5: DuckDB's fts extension is a download outside the package registries; FTS5 ships
+with Python, ranks by BM25, makes highlighted snippets, answers a term query over millions of
+documents in milliseconds, and its WAL mode lets the API's readers query while the writer thread adds
+documents. One document per (span, field) so a hit says where it matched; `docs` keeps the span's key,
+project and start time (what scoping, time ranges and dedup need) and its UNIQUE key makes indexing a
+span twice (a retry after a crash, a rebuild overlapping live indexing) a no-op.
+
+Only the writer thread writes (ingest/search/indexer.py); readers open their own read-only connections.
+User text never reaches FTS5's query syntax: each word becomes a quoted phrase (`query_expression`).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from ingest.search.content import content_fields
+
+# Markers FTS5 puts around matched words in a snippet (control characters no indexed text keeps:
+# they are stripped from documents), split into segments before the answer leaves the server.
+HIT_OPEN, HIT_CLOSE = "\x02", "\x03"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+MAX_QUERY_WORDS = 16
+SNIPPET_TOKENS = 24
+EPOCH = datetime(1970, 1, 1)
+
+_SCHEMA = [
+    "PRAGMA journal_mode=WAL",
+    """CREATE TABLE IF NOT EXISTS docs (
+        id INTEGER PRIMARY KEY,
+        project TEXT NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+        start_us INTEGER NOT NULL,   -- the span's start, microseconds since the epoch (UTC)
+        field TEXT NOT NULL,         -- attribute key, status_message or events
+        UNIQUE (project, trace_id, span_id, field))""",
+    "CREATE INDEX IF NOT EXISTS docs_start ON docs (start_us)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS body USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
+]
+
+
+def to_us(dt: datetime) -> int:
+    return (dt - EPOCH) // timedelta(microseconds=1)
+
+
+def from_us(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+def query_expression(text: str) -> str | None:
+    """An FTS5 MATCH expression for user text: every word a quoted phrase, all of them required.
+    None when the text has no words. Operators, quotes and column filters in the text are just words."""
+    words = [w for w in _CONTROL.sub(" ", text).split() if w.strip()][:MAX_QUERY_WORDS]
+    if not words:
+        return None
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+@dataclass(frozen=True)
+class Doc:
+    project: str
+    trace_id: str
+    span_id: str
+    start_time: datetime
+    field: str
+    text: str
+
+
+def span_docs(
+    project: str, trace_id: str, span_id: str, start_time: datetime, status_message: str | None,
+    attributes: object, events: object,
+) -> Iterable[Doc]:
+    for field, text in content_fields(status_message, attributes, events):
+        yield Doc(project, trace_id, span_id, start_time, field, _CONTROL.sub(" ", text))
+
+
+@dataclass(frozen=True)
+class Hit:
+    project: str
+    trace_id: str
+    span_id: str
+    start_time: datetime
+    field: str
+    score: float  # BM25, higher is better
+    snippet: str  # with HIT_OPEN/HIT_CLOSE around matches ("" when not asked for)
+
+
+class SearchIndex:
+    """One sidecar file. `writer()` for the writer thread; `search()` from any thread (own connection)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    # ---- writer side ---------------------------------------------------------------------------
+
+    def writer(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost tail is re-indexed
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def add(self, docs: Iterable[Doc], meta: dict[str, str] | None = None) -> int:
+        """Index `docs` (already indexed ones are skipped) and set `meta`, in one transaction."""
+        conn = self.writer()
+        added = 0
+        conn.execute("BEGIN")
+        try:
+            for d in docs:
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO docs (project, trace_id, span_id, start_us, field) VALUES (?, ?, ?, ?, ?)",
+                    (d.project, d.trace_id, d.span_id, to_us(d.start_time), d.field),
+                )
+                if cur.rowcount:
+                    conn.execute("INSERT INTO body (rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
+                    added += 1
+            for key, value in (meta or {}).items():
+                conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return added
+
+    def set_meta(self, values: dict[str, str | None]) -> None:
+        conn = self.writer()
+        with conn:
+            for key, value in values.items():
+                if value is None:
+                    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+                else:
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def clear(self) -> None:
+        conn = self.writer()
+        conn.execute("BEGIN")
+        conn.execute("DELETE FROM docs")
+        conn.execute("DELETE FROM body")
+        conn.execute("COMMIT")
+
+    def prune_before(self, cutoff: datetime) -> int:
+        """Drop documents of spans starting before `cutoff` (what retention deleted from the store)."""
+        conn = self.writer()
+        conn.execute("BEGIN")
+        ids = [r[0] for r in conn.execute("SELECT id FROM docs WHERE start_us < ?", (to_us(cutoff),))]
+        conn.executemany("DELETE FROM body WHERE rowid = ?", ((i,) for i in ids))
+        conn.execute("DELETE FROM docs WHERE start_us < ?", (to_us(cutoff),))
+        conn.execute("COMMIT")
+        return len(ids)
+
+    # ---- reader side ---------------------------------------------------------------------------
+
+    def _reader(self) -> sqlite3.Connection | None:
+        if not self.path.exists():
+            return None
+        return sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+
+    def meta(self) -> dict[str, str]:
+        conn = self._reader()
+        if conn is None:
+            return {}
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.OperationalError:
+            return {}
+        finally:
+            conn.close()
+
+    def documents(self) -> int:
+        conn = self._reader()
+        if conn is None:
+            return 0
+        try:
+            return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+        finally:
+            conn.close()
+
+    def search(
+        self,
+        text: str,
+        projects: frozenset[str] | None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        snippets: bool = True,
+    ) -> list[Hit]:
+        """The best-ranked documents matching every word of `text` among readable `projects` (None:
+        all; empty: nothing), spans starting in [since, until)."""
+        expression = query_expression(text)
+        if expression is None or (projects is not None and not projects):
+            return []
+        conn = self._reader()
+        if conn is None:
+            return []
+        where, params = ["body MATCH ?"], [expression]
+        if projects is not None:
+            ordered = sorted(projects)
+            where.append(f"d.project IN ({', '.join('?' for _ in ordered)})")
+            params.extend(ordered)
+        if since is not None:
+            where.append("d.start_us >= ?")
+            params.append(to_us(since))
+        if until is not None:
+            where.append("d.start_us < ?")
+            params.append(to_us(until))
+        snippet = (
+            f"snippet(body, 0, '{HIT_OPEN}', '{HIT_CLOSE}', '…', {SNIPPET_TOKENS})" if snippets else "''"
+        )
+        sql = (
+            f"SELECT d.project, d.trace_id, d.span_id, d.start_us, d.field, -bm25(body), {snippet} "
+            f"FROM body JOIN docs d ON d.id = body.rowid WHERE {' AND '.join(where)} ORDER BY bm25(body) LIMIT ?"
+        )
+        try:
+            rows = conn.execute(sql, [*params, limit]).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+        finally:
+            conn.close()
+        return [Hit(r[0], r[1], r[2], from_us(r[3]), r[4], float(r[5]), r[6]) for r in rows]
+
+
+def segments(snippet: str) -> list[dict[str, object]]:
+    """A snippet as [{"text", "match"}] pieces: the client highlights `match` pieces, rendering all as text."""
+    out: list[dict[str, object]] = []
+    for i, part in enumerate(re.split(f"[{HIT_OPEN}{HIT_CLOSE}]", snippet)):
+        if part:
+            out.append({"text": part, "match": i % 2 == 1})
+    return out

@@ -1,0 +1,166 @@
+"""Keeping the search index current: run on the writer thread between loads (ingest/store/writer.py).
+
+Two sources of work:
+- `search_pending` (ingest/search/pending.py): every load queues its new spans; a step indexes the
+  oldest loads and deletes their rows once the index has committed them;
+- a rebuild (`reindex`, or a missing index file next to a store that has spans): the stored spans are
+  read by start-time windows, oldest first, and the window's end is committed with its documents, so
+  a rebuild survives restarts and its progress is visible (`rebuild_through`).
+
+A failing step (disk full, a locked file) is logged and retried with backoff; it never stops loading,
+and nothing is lost: the pending rows stay until the index has them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+import duckdb
+
+from ingest.search import pending
+from ingest.search.index import Doc, SearchIndex, from_us, span_docs, to_us
+
+log = logging.getLogger(__name__)
+
+STEP_BUDGET_S = 0.25  # one step's time on the writer thread before loads get their turn again
+STEP_INTERVAL_S = 1.0  # under sustained load, a step at least this often
+RETRY_MAX_S = 30.0
+REBUILD_WINDOW = timedelta(hours=1)  # first window; doubled or halved to hold ~REBUILD_ROWS spans
+REBUILD_ROWS = 20_000
+PRUNE_INTERVAL_S = 3600.0
+
+META_REBUILD_NEXT = "rebuild_next_us"
+META_REBUILD_END = "rebuild_end_us"
+META_BUILT_AT = "built_at"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _docs(rows: Iterable[tuple]) -> Iterable[Doc]:
+    for project, trace_id, span_id, start, status_message, attributes, events in rows:
+        yield from span_docs(project, trace_id, span_id, start, status_message, attributes, events)
+
+
+class SearchIndexer:
+    """The writer thread's handle on the index. Not thread-safe: the writer thread calls everything."""
+
+    def __init__(self, index: SearchIndex, retention_days: int = 0) -> None:
+        self.index = index
+        self.retention_days = retention_days
+        self.work = True  # unknown until the first step looked
+        self.failed: str | None = None  # the last step's error, until a step succeeds
+        self._retry_at = 0.0
+        self._backoff = 1.0
+        self._last_step = 0.0
+        self._last_prune = 0.0
+        self._window = REBUILD_WINDOW
+        self.indexed = 0
+
+    def note_loaded(self) -> None:
+        self.work = True
+
+    def due(self, idle: bool) -> bool:
+        now = time.monotonic()
+        if not self.work or now < self._retry_at:
+            return False
+        return idle or now - self._last_step >= STEP_INTERVAL_S
+
+    def wait_s(self) -> float:
+        """Seconds until a step is due when the writer is idle (inf: no work known)."""
+        if not self.work:
+            return float("inf")
+        return max(0.0, self._retry_at - time.monotonic())
+
+    def step(self, conn: duckdb.DuckDBPyConnection) -> int:
+        """Index for up to STEP_BUDGET_S; returns documents added. Errors are logged, retried later."""
+        self._last_step = time.monotonic()
+        try:
+            added = self._step(conn)
+        except (duckdb.Error, OSError, Exception) as exc:  # noqa: BLE001 - never stop the writer
+            self.failed = f"{type(exc).__name__}: {exc}"
+            self._retry_at = time.monotonic() + self._backoff
+            log.error("search indexing failed, retrying in %.0f s (nothing is lost): %s", self._backoff, self.failed)
+            self._backoff = min(RETRY_MAX_S, self._backoff * 2)
+            return 0
+        self.failed = None
+        self._backoff = 1.0
+        self.indexed += added
+        return added
+
+    def _step(self, conn: duckdb.DuckDBPyConnection) -> int:
+        started = time.monotonic()
+        meta = self._ensure_started(conn)
+        added = 0
+        while time.monotonic() - started < STEP_BUDGET_S:
+            loads = pending.oldest_loads(conn, 64)
+            if not loads:
+                break
+            total, upto = 0, loads[0][0]
+            for queued_at, count in loads:  # whole loads, about REBUILD_ROWS spans at a time
+                if total and total + count > REBUILD_ROWS:
+                    break
+                total, upto = total + count, queued_at
+            added += self.index.add(_docs(pending.rows_of(conn, upto)))
+            pending.done(conn, upto)
+        rebuilding = META_REBUILD_NEXT in meta
+        while rebuilding and time.monotonic() - started < STEP_BUDGET_S:
+            rebuilding, n = self._rebuild_chunk(conn)
+            added += n
+        self._maybe_prune()
+        self.work = rebuilding or pending.has_pending(conn)
+        return added
+
+    def _ensure_started(self, conn: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        """The index's meta; a new index file next to a store with spans starts a rebuild of them."""
+        fresh = not self.index.path.exists()
+        self.index.writer()
+        meta = self.index.meta()
+        if fresh or (META_BUILT_AT not in meta and META_REBUILD_NEXT not in meta):
+            return self.start_rebuild(conn, clear=False)
+        return meta
+
+    def start_rebuild(self, conn: duckdb.DuckDBPyConnection, clear: bool = True) -> dict[str, str]:
+        """Index every stored span again, from the oldest (`steplens search reindex`)."""
+        if clear:
+            self.index.clear()
+        lo, hi = pending.span_extent(conn)
+        if lo is None or hi is None:
+            values: dict[str, str | None] = {META_BUILT_AT: _now().isoformat(), META_REBUILD_NEXT: None,
+                                             META_REBUILD_END: None}
+        else:
+            values = {META_REBUILD_NEXT: str(to_us(lo)), META_REBUILD_END: str(to_us(hi) + 1), META_BUILT_AT: None}
+        self.index.set_meta(values)
+        self._window = REBUILD_WINDOW
+        self.work = True
+        log.info("search index: rebuilding from the stored spans")
+        return self.index.meta()
+
+    def _rebuild_chunk(self, conn: duckdb.DuckDBPyConnection) -> tuple[bool, int]:
+        meta = self.index.meta()
+        if META_REBUILD_NEXT not in meta:
+            return False, 0
+        lo, end = int(meta[META_REBUILD_NEXT]), int(meta[META_REBUILD_END])
+        hi = min(end, lo + self._window // timedelta(microseconds=1))
+        rows = pending.span_rows(conn, from_us(lo), from_us(hi))
+        if len(rows) > REBUILD_ROWS and self._window > timedelta(seconds=1):
+            self._window /= 2
+        elif len(rows) < REBUILD_ROWS // 4:
+            self._window *= 2
+        finished = hi >= end
+        values = {META_BUILT_AT: _now().isoformat()} if finished else {META_REBUILD_NEXT: str(hi)}
+        added = self.index.add(_docs(rows), meta=values)
+        if finished:
+            self.index.set_meta({META_REBUILD_NEXT: None, META_REBUILD_END: None})
+            log.info("search index: rebuild finished")
+        return not finished, added
+
+    def _maybe_prune(self) -> None:
+        if self.retention_days <= 0 or time.monotonic() - self._last_prune < PRUNE_INTERVAL_S:
+            return
+        self._last_prune = time.monotonic()
+        self.index.prune_before(_now() - timedelta(days=self.retention_days))
