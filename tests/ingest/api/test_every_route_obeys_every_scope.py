@@ -99,6 +99,8 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("post", "/api/approvals/{approval_id}/approve"): ("admin", {"path": {"approval_id": b["approval"]}}),
         ("post", "/api/approvals/{approval_id}/reject"): ("admin", {"path": {"approval_id": b["approval"]}}),
         ("post", "/api/approvals/{approval_id}/expire"): ("ingest", {"path": {"approval_id": b["approval"]}}),
+        ("post", "/api/sql"): ("read", {"json": {"sql": "SELECT agent, trace_id FROM runs UNION ALL "
+                                                "SELECT agent_name, trace_id FROM spans"}}),
         ("get", "/metrics"): ("operator", {}),
         ("get", "/readyz"): ("any", {}),
         ("get", "/healthz"): ("open", {}),
