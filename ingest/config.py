@@ -149,6 +149,20 @@ class Settings(BaseSettings):
         description="Full-text search index file (SQLite FTS5, kept by the server; default: next to the db, "
         "`<db>.search`). Derived from the spans: deleting it makes the server rebuild it.",
     )
+    sql_timeout_s: float = Field(
+        5.0, gt=0, description="Time limit of one `POST /api/sql` query, streaming its answer included (504 beyond; "
+        "never more than query_timeout_s)."
+    )
+    sql_max_rows: int = Field(
+        100_000, ge=1, le=10_000_000, description="Most rows one `POST /api/sql` answer carries (the rest is cut; "
+        "JSON says `truncated`)."
+    )
+    sql_max_result_bytes: int = Field(
+        64 * MIB, ge=1024, description="Most bytes of one `POST /api/sql` answer (cut before the batch that would pass it)."
+    )
+    sql_max_query_bytes: int = Field(
+        64 * 1024, ge=256, le=16 * MIB, description="Longest SQL text `POST /api/sql` accepts (400 beyond)."
+    )
 
     @model_validator(mode="after")
     def _row_group_size(self) -> Settings:

@@ -103,6 +103,8 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/api/search"): ("read", {"params": {**WINDOW, "q": "timed out", "limit": 100}}),
         ("get", "/api/search/status"): ("read", {}),
         ("post", "/api/search/reindex"): ("operator", {}),
+        ("post", "/api/sql"): ("read", {"json": {"sql": "SELECT agent, trace_id FROM runs UNION ALL "
+                                                "SELECT agent_name, trace_id FROM spans"}}),
         ("get", "/metrics"): ("operator", {}),
         ("get", "/readyz"): ("any", {}),
         ("get", "/healthz"): ("open", {}),

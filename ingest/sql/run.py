@@ -1,0 +1,195 @@
+"""Running a checked query: a time limit on its cursor, the first batch before the answer starts,
+then the rows streamed out under the row and byte limits.
+
+Why the first batch is read before answering: DuckDB does the work of an aggregate, a sort or a
+join when the first batch is asked for, so most failures (the time limit, a value that does not
+convert) happen there and can still be a proper 504 / 400. What fails later (a long scan running
+past the time limit while rows stream out) ends the answer early; JSON says so in `error`.
+
+Why a relation (`cursor.sql(...).to_arrow_reader()`) and not `cursor.execute()`: a DB-API result is
+materialised whole before the first row comes back, a relation's reader streams.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ingest.errors import IngestError
+from ingest.sql.check import Prepared
+from ingest.sql.encode import Encoder
+
+_QUOTED = re.compile(r"'(?:[^']|'')*'")
+
+
+@dataclass(frozen=True)
+class SqlLimits:
+    """What one query may use (settings `sql_*`, ingest/config.py)."""
+
+    timeout_s: float
+    max_rows: int
+    max_result_bytes: int
+    max_query_bytes: int
+    batch_rows: int = 2048
+
+
+class SqlTimeout(Exception):
+    """The query ran past its time limit and was interrupted (a 504)."""
+
+
+class SqlFailed(Exception):
+    """DuckDB refused to run the query as written (a 400); the message is safe to show."""
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be read right now (a 503)."""
+
+
+def safe_message(exc: duckdb.Error, query: str) -> str:
+    """DuckDB's message without quoted values the query did not contain.
+
+    Why: a conversion error quotes the value that failed, and DuckDB may evaluate the query's own
+    expressions on a row before the project condition has removed it; a value from another project
+    must never reach the caller, not even in an error.
+    """
+    text = str(exc).strip().splitlines()[0][:500]
+    return _QUOTED.sub(lambda m: m.group(0) if m.group(0) in query else "'…'", text)
+
+
+class _Deadline:
+    """Interrupts `cursor` after `timeout_s` (DuckDB has no per-statement timeout; see ingest/store/reader.py)."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, timeout_s: float) -> None:
+        self.fired = threading.Event()
+
+        def interrupt() -> None:
+            self.fired.set()
+            cursor.interrupt()
+
+        self._timer = threading.Timer(timeout_s, interrupt)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+@dataclass
+class Started:
+    """A query whose first batch has been computed; `rows()` streams the answer and closes it."""
+
+    columns: list[str]
+    types: list[str]
+    schema: pa.Schema
+    first: pa.RecordBatch | None
+    reader: pa.RecordBatchReader
+    close: Callable[[], None]
+    limits: SqlLimits
+    query: str
+    fired: threading.Event  # set when the time limit interrupted the cursor
+
+    def rows(self, encoder: Encoder) -> Iterator[bytes]:
+        """The encoded answer: header, batches until the data or a limit ends, trailer."""
+        sent_rows = sent_bytes = 0
+        truncated_by: str | None = None
+        error: str | None = None
+        batch = self.first
+        try:
+            head = encoder.begin()
+            sent_bytes += len(head)
+            yield head
+            while batch is not None:
+                room = self.limits.max_rows - sent_rows
+                if batch.num_rows > room:  # the query asked DuckDB for one row more than the limit
+                    batch, truncated_by = batch.slice(0, room), "row_limit"
+                if batch.num_rows:
+                    chunk = encoder.batch(batch)
+                    if sent_bytes + len(chunk) > self.limits.max_result_bytes:
+                        truncated_by = "byte_limit"
+                        break
+                    sent_rows += batch.num_rows
+                    sent_bytes += len(chunk)
+                    yield chunk
+                if truncated_by:
+                    break
+                batch = self._next()
+            yield encoder.end(sent_rows, truncated_by, None)
+            return
+        except SqlTimeout:
+            error = f"the query ran past the time limit of {self.limits.timeout_s:g} s while streaming; rows cut"
+        except duckdb.Error as exc:
+            error = f"the query failed while streaming: {safe_message(exc, self.query)}"
+        finally:
+            self.close()
+        yield encoder.end(sent_rows, truncated_by, error)
+
+    def _next(self) -> pa.RecordBatch | None:
+        return _next_batch(self.reader, self.fired)
+
+
+def _next_batch(reader: pa.RecordBatchReader, fired: threading.Event) -> pa.RecordBatch | None:
+    try:
+        return reader.read_next_batch()
+    except StopIteration:
+        return None
+    except duckdb.InterruptException as exc:
+        if fired.is_set():
+            raise SqlTimeout() from exc
+        raise
+    except pa.ArrowInvalid as exc:  # DuckDB errors surface through the Arrow stream as ArrowInvalid
+        if fired.is_set():
+            raise SqlTimeout() from exc
+        raise SqlFailed(str(exc).splitlines()[0][:500]) from exc
+
+
+def start(store: Any, prepared: Prepared, limits: SqlLimits, query: str) -> Started:
+    """Open a cursor, run the prepared query and compute its first batch.
+
+    Raises SqlTimeout, SqlFailed or StoreUnavailable; on any failure the cursor is closed.
+    """
+    stack = ExitStack()
+    deadline: _Deadline | None = None
+    try:
+        cursor = stack.enter_context(store.read())
+        deadline = _Deadline(cursor, limits.timeout_s)
+        stack.callback(deadline.cancel)
+        try:
+            relation = cursor.sql(prepared.sql, params=prepared.params)
+        except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException) as exc:
+            # found while binding, before any row is read: the message names the query's parts only
+            raise SqlFailed(str(exc).strip().splitlines()[0][:500]) from exc
+        columns = list(relation.columns)
+        types = [str(t) for t in relation.types]
+        reader = relation.to_arrow_reader(limits.batch_rows)
+        first = _next_batch(reader, deadline.fired)
+    except (SqlTimeout, SqlFailed):
+        stack.close()
+        raise
+    except duckdb.InterruptException as exc:
+        stack.close()
+        raise SqlTimeout() from exc
+    except TimeoutError as exc:  # the store's own query_timeout_s fired first
+        stack.close()
+        raise SqlTimeout() from exc
+    except (duckdb.ConnectionException, duckdb.TransactionException, IngestError) as exc:
+        stack.close()
+        raise StoreUnavailable(str(exc)) from exc
+    except duckdb.InternalException:
+        stack.close()
+        raise
+    except duckdb.Error as exc:
+        stack.close()
+        if deadline is not None and deadline.fired.is_set():
+            raise SqlTimeout() from exc
+        raise SqlFailed(safe_message(exc, query)) from exc
+    except BaseException:
+        stack.close()
+        raise
+    return Started(columns, types, reader.schema, first, reader, stack.close, limits, query, deadline.fired)
