@@ -170,21 +170,21 @@ def scores_of(doc: Any) -> list[ScoreIn]:
         items = [items]
     if not isinstance(items, list):
         raise RequestValidationError([{"type": "list_type", "loc": ("body", "scores"),
-                                       "msg": "send a score object, a list of them, or {\"scores\": [...]}",
-                                       "input": None}])
+                                       "msg": "send a score object, a list of them, or {\"scores\": [...]}"}])
     if len(items) > MAX_BATCH:
         raise TooLarge(f"{len(items)} scores in one request; at most {MAX_BATCH}: split the batch")
     try:
         return _SCORES.validate_python(items)
     except ValidationError as exc:
-        errors = [{**{k: v for k, v in e.items() if k != "ctx"}, "loc": ("body", "scores", *e["loc"])}
+        # no `input`/`ctx`: they echo the client's values (inf is not even JSON) and can be big
+        errors = [{"type": e["type"], "loc": ("body", "scores", *e["loc"]), "msg": e["msg"]}
                   for e in exc.errors(include_url=False)]
         raise RequestValidationError(errors) from None
 
 
 def rejected(exc: ScoresRejected) -> RequestValidationError:
     return RequestValidationError([
-        {"type": "score_config", "loc": ("body", "scores", v.index, v.field), "msg": v.reason, "input": None}
+        {"type": "score_config", "loc": ("body", "scores", v.index, v.field), "msg": v.reason}
         for v in exc.violations
     ])
 
