@@ -381,6 +381,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api import build_query_router
     from ingest.api.alerts import build_alerts_router
     from ingest.api.approvals import build_approvals_router
+    from ingest.api.export import build_export_router
     from ingest.api.regressions import build_regressions_router
     from ingest.api.scores import build_scores_router
     from ingest.api.sql import build_sql_router
@@ -396,4 +397,5 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_sql_router(store, settings)),
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_export_router(store, timeout_s=settings.query_timeout_s)),
     ]

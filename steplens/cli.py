@@ -240,6 +240,28 @@ def spool_replay(
     raise typer.Exit(replay_command(config, db))
 
 
+@app.command()
+def export(
+    since: Annotated[str | None, typer.Option(help="Rows since: relative (24h, 7d) or ISO 8601 (default: all).")] = None,
+    until: Annotated[str | None, typer.Option(help="Rows before: relative or ISO 8601.")] = None,
+    format: Annotated[str, typer.Option("--format", help="parquet, jsonl or otlp (OTLP/JSON lines of the spans).")] = "parquet",
+    out: Annotated[Path, typer.Option(help="Directory the files go to (<table>.parquet, .jsonl, spans.otlp.jsonl).")] = Path("export"),
+    table: Annotated[list[str] | None, typer.Option(help="A table to export (repeat; default runs, spans, scores).")] = None,
+    project: Annotated[str | None, typer.Option(help="Only this project (an operator key reads all).")] = None,
+    api: Annotated[str, typer.Option(envvar="STEPLENS_API_URL", help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Export runs, spans and scores through GET /api/export, with a progress bar. Exit 1 when a table
+    failed, 2 when nothing could start. The API key (scope read) comes from STEPLENS_API_KEY."""
+    from ingest.export.cli import ALL_TABLES, export_command
+    from ingest.export.formats import Format
+
+    try:
+        fmt = Format(format)
+    except ValueError:
+        raise typer.BadParameter("use parquet, jsonl or otlp", param_hint="--format") from None
+    raise typer.Exit(export_command(api, out, fmt, since, until, list(table or ALL_TABLES), project))
+
+
 def main() -> None:
     app()
 
