@@ -173,6 +173,10 @@ class Settings(BaseSettings):
     scores_strict: bool = Field(
         False, description="Refuse (422) a score whose name has no config; by default it is stored with its type inferred."
     )
+    export_page_rows: int = Field(
+        5000, ge=1, le=1_000_000, description="Rows `GET /api/export` reads per page (each page one short read under "
+        "query_timeout_s; an export of any size is many pages)."
+    )
 
     @model_validator(mode="after")
     def _score_configs(self) -> Settings:

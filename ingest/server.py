@@ -397,5 +397,5 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_sql_router(store, settings)),
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
-        ("/api", build_export_router(store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_export_router(store, timeout_s=settings.query_timeout_s, page_rows=settings.export_page_rows)),
     ]

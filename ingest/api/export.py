@@ -17,7 +17,7 @@ from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import run_read
 from ingest.api.params import Text, TimeParam
 from ingest.export.formats import MEDIA_TYPES, SUFFIXES, Format
-from ingest.export.stream import ExportRequest, chunks, prepare
+from ingest.export.stream import PAGE_ROWS, ExportRequest, chunks, prepare
 from ingest.export.tables import SPANS, TABLES
 
 ROWS_HEADER = "X-Steplens-Export-Rows"
@@ -35,8 +35,8 @@ class ExportParams(BaseModel):
 
 
 def build_export_router(store: Any, read_access: Callable[..., Any] | None = None,
-                        timeout_s: float | None = None) -> APIRouter:
-    """The `/export` route; each page is its own time-limited read (ingest/export/tables.py)."""
+                        timeout_s: float | None = None, page_rows: int = PAGE_ROWS) -> APIRouter:
+    """The `/export` route; each page (`page_rows` rows) is its own time-limited read (ingest/export/tables.py)."""
     read_access = read_access or principal_read_access()
     router = APIRouter(tags=["export"])
 
@@ -60,6 +60,6 @@ def build_export_router(store: Any, read_access: Callable[..., Any] | None = Non
             "Content-Disposition": f'attachment; filename="{filename}"',
             "Cache-Control": "no-store",
         }
-        return StreamingResponse(chunks(store, prepared), media_type=MEDIA_TYPES[params.format], headers=headers)
+        return StreamingResponse(chunks(store, prepared, page_rows), media_type=MEDIA_TYPES[params.format], headers=headers)
 
     return router

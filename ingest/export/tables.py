@@ -38,8 +38,9 @@ SPANS = TableSpec("spans", "start_time", ("trace_id", "span_id"))
 SCORES = TableSpec("scores", "created_at", ("score_id",), internal=("trace_key",))
 TABLES: dict[str, TableSpec] = {t.name: t for t in (RUNS, SPANS, SCORES)}
 
-# Internal keyset columns added to every page and removed before encoding.
+# Internal keyset columns added to every page (time, project, keys...) and removed before encoding.
 TIME_COL = "__export_time"
+KEY_PREFIX = "__export_key"
 
 
 @dataclass(frozen=True)
@@ -93,16 +94,18 @@ def read_page(
     where = _where(table, projects, since, until)
     order = [table.time_sql, "project", *table.keys]
     if after is not None:
-        marks = ", ".join("?" for _ in order)
-        where.add(f"({', '.join(order)}) > ({marks})", after.time, after.project, *after.keys)
+        placeholders = ", ".join("?" for _ in order)
+        where.add(f"({', '.join(order)}) > ({placeholders})", after.time, after.project, *after.keys)
     select = ", ".join(f'"{c}"' for c in columns)
+    marks = [TIME_COL, *(f"{KEY_PREFIX}{i}" for i in range(len(order) - 1))]
+    keyset = ", ".join(f"{expr} AS {mark}" for expr, mark in zip(order, marks, strict=True))
     sql = (
-        f"SELECT {select}, {table.time_sql} AS {TIME_COL} FROM {table.name} WHERE {where.sql()} "
+        f"SELECT {select}, {keyset} FROM {table.name} WHERE {where.sql()} "
         f"ORDER BY {', '.join(order)} LIMIT ?"
     )
     page = cur.sql(sql, params=[*where.params, limit]).to_arrow_table()
-    if page.num_rows == 0:
-        return page.drop_columns([TIME_COL]), None
-    last: dict[str, Any] = page.slice(page.num_rows - 1).to_pylist()[0]
-    position = Position(last[TIME_COL], last["project"], tuple(last[k] for k in table.keys))
-    return page.drop_columns([TIME_COL]), position
+    position = None
+    if page.num_rows:
+        last: dict[str, Any] = page.select(marks).slice(page.num_rows - 1).to_pylist()[0]
+        position = Position(last[marks[0]], last[marks[1]], tuple(last[m] for m in marks[2:]))
+    return page.drop_columns(marks), position

@@ -111,6 +111,7 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/api/search"): ("read", {"params": {**WINDOW, "q": "timed out", "limit": 100}}),
         ("get", "/api/search/status"): ("read", {}),
         ("post", "/api/search/reindex"): ("operator", {}),
+        ("get", "/api/export"): ("read", {"params": {"table": "spans", "format": "jsonl"}}),
         ("post", "/api/sql"): ("read", {"json": {"sql": "SELECT agent, trace_id FROM runs UNION ALL "
                                                 "SELECT agent_name, trace_id FROM spans"}}),
         ("get", "/metrics"): ("operator", {}),
