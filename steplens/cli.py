@@ -241,6 +241,21 @@ def spool_replay(
 
 
 @app.command()
+def mcp(
+    transport: Annotated[str, typer.Option(help="stdio (a coding agent starts this command) or http (streamable HTTP).")] = "stdio",
+    api: Annotated[str, typer.Option(envvar="STEPLENS_API_URL", help="Query API base URL (the ingest server).")] = DEFAULT_API,
+    api_key_env: Annotated[str, typer.Option("--api-key-env", help="Environment variable holding the read key.")] = "STEPLENS_API_KEY",
+    host: Annotated[str, typer.Option(help="http: loopback interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="http: port to listen on.")] = 8765,
+) -> None:
+    """MCP server for coding agents: list runs, read traces as transcripts, search spans, failure
+    clusters, tool stats, regressions, cost, SQL; a client of the query API with a read key."""
+    from ingest.mcp_server.serve import mcp_command
+
+    raise typer.Exit(mcp_command(transport, api, api_key_env, host, port))
+
+
+@app.command()
 def export(
     since: Annotated[str | None, typer.Option(help="Rows since: relative (24h, 7d) or ISO 8601 (default: all).")] = None,
     until: Annotated[str | None, typer.Option(help="Rows before: relative or ISO 8601.")] = None,
