@@ -13,11 +13,14 @@ back unchanged to continue. Long values are cut with the cut marked (ingest/mcp_
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from ingest.mcp_server.api import SteplensApi
@@ -75,7 +78,17 @@ def build_server(api: SteplensApi) -> MCPServer:
     """The MCPServer with every tool, reading through `api` (its URL and read key)."""
     server = MCPServer("steplens", version="0.1.0", instructions=INSTRUCTIONS, log_level="WARNING")
 
-    @server.tool(annotations=READ_ONLY)
+    def tool(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[dict[str, Any]]]:
+        """Register `fn` as a read-only tool whose answer is sent as compact JSON (what max_chars counts)."""
+
+        @functools.wraps(fn)
+        async def compact(*args: Any, **kwargs: Any) -> Any:
+            return as_result(await fn(*args, **kwargs))
+
+        server.tool(annotations=READ_ONLY)(compact)
+        return fn
+
+    @tool
     async def list_runs(
         filter: Annotated[str | None, Field(description='Filter expression, e.g. ok = false and steps > 5, or '
                                                         'attributes["gen_ai.tool.name"] = "refund".')] = None,
@@ -96,7 +109,7 @@ def build_server(api: SteplensApi) -> MCPServer:
         runs = [_pick(r, RUN_FIELDS) for r in page["runs"]]
         return page_answer("runs", runs, at, page.get("next"), budget)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def get_trace(
         trace_id: Annotated[str, Field(description="The run's trace id (32 hex characters).")],
         field_chars: Annotated[int, Field(ge=50, le=20_000, description="Longest value shown per field.")] = 400,
@@ -120,7 +133,7 @@ def build_server(api: SteplensApi) -> MCPServer:
             answer["cut_by_budget"] = f"{len(lines) - end} more line(s); pass next_cursor to read on"
         return answer
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def search_spans(
         filter: Annotated[str, Field(description='Filter expression over spans, e.g. tool_name = "refund" and '
                                                  'attributes["refund.amount"] > 500, or search("timeout").')],
@@ -136,7 +149,7 @@ def build_server(api: SteplensApi) -> MCPServer:
         extra = {"search_truncated": True} if page.get("search_truncated") else None
         return page_answer("spans", spans, at, page.get("next"), budget, extra)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def search_text(
         query: Annotated[str, Field(description="Words to find in content: tasks, answers, thoughts, messages, "
                                                 "tool arguments and results, errors.")],
@@ -157,7 +170,7 @@ def build_server(api: SteplensApi) -> MCPServer:
         more = end < len(results) or (len(results) == wanted and wanted < 100)
         return {"results": shown, "next_cursor": encode_cursor(Cursor(None, end)) if more else None}
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def failure_clusters(
         since: Since = None, until: Until = None, agent: Agent = None, version: Version = None, mode: Mode = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Largest clusters wanted.")] = 50,
@@ -170,7 +183,7 @@ def build_server(api: SteplensApi) -> MCPServer:
         clusters = [clip(_no_trend(c), DEFAULT_FIELD_CHARS) for c in answer["clusters"]]
         return page_answer("clusters", clusters, at, None, budget, {"total_failed": answer["total_failed"]})
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def tool_stats(
         since: Since = None, until: Until = None, agent: Agent = None, version: Version = None, mode: Mode = None,
         cursor: CursorArg = None, max_chars: MaxChars = DEFAULT_MAX_CHARS,
@@ -180,7 +193,7 @@ def build_server(api: SteplensApi) -> MCPServer:
         answer = await api.get("/tools", _common(since, until, agent, version, mode))
         return page_answer("tools", [clip(t) for t in answer["tools"]], at, None, budget)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def cost_report(
         group_by: Literal["model", "provider", "tool", "agent", "version", "project", "user", "conversation",
                           "day"] = "tool",
@@ -193,7 +206,7 @@ def build_server(api: SteplensApi) -> MCPServer:
         return page_answer("rows", [clip(r) for r in answer["rows"]], at, None, budget,
                            {"group_by": answer["group_by"], "total_cost_usd": answer["total_cost_usd"]})
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def regressions(
         comparison: Annotated[Literal["window", "release", "drift"], Field(
             description="window: the last `window` vs the `baseline` before it; release: newest version vs the "
@@ -214,7 +227,7 @@ def build_server(api: SteplensApi) -> MCPServer:
         return page_answer("findings", items, at, None, budget,
                            {"comparison": answer["comparison"], "flagged": answer["flagged"]})
 
-    @server.tool(annotations=READ_ONLY)
+    @tool
     async def sql(
         query: Annotated[str, Field(description="One read-only SELECT over the views runs, spans, tool_calls.")],
         limit: Annotated[int, Field(ge=1, le=5000, description="Rows per answer page.")] = 200,
@@ -239,6 +252,13 @@ def build_server(api: SteplensApi) -> MCPServer:
         return out
 
     return server
+
+
+def as_result(answer: dict[str, Any]) -> CallToolResult:
+    """The answer as structured content and as the same JSON in compact text (the SDK's default text
+    is indented, a third longer than the budget counted)."""
+    text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"), default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
 
 
 def _snippet(result: dict[str, Any]) -> dict[str, Any]:

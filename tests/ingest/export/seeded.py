@@ -13,6 +13,9 @@ import httpx
 from tests.ingest.api.content_runs import ContentRun, ToolCall, emit
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
 
+# a tool result longer than the shortest field cut of the MCP transcript (50 characters)
+ORDER_RESULT = '{"status": "delivered", "carrier": "DHL", "parcel": "JJD000390007", "items": 3, "paid": "750 EUR"}'
+
 
 @dataclass
 class Seeded:
@@ -46,7 +49,7 @@ def seed(base: str, store: Any, agent: str = "refund_agent", key: str | None = N
     start = T0 + timedelta(days=day)
     out.content.append(emit(emitter, ContentRun(
         agent=agent, task="refund order 1234 for the customer", answer="refunded 750 EUR", start=start,
-        calls=[ToolCall("lookup_order", {"order": 1234}, result='{"status": "delivered"}'),
+        calls=[ToolCall("lookup_order", {"order": 1234}, result=ORDER_RESULT),
                ToolCall("refund", {"amount": 750, "currency": "EUR"}, result="refund accepted",
                         extra={"refund.amount": 750, "refund.ratio": 0.25, "refund.tags": ["vip", "eu"],
                                "refund.manual": True})],
