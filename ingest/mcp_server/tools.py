@@ -37,10 +37,12 @@ from ingest.mcp_server.paging import (
     size,
 )
 from ingest.mcp_server.transcript import page_lines, run_header, transcript_lines
+from tracer import conventions as c
 
-INSTRUCTIONS = """\
+TOOL_IS_REFUND = f'attributes["{c.GEN_AI_TOOL_NAME}"] = "refund"'
+INSTRUCTIONS = f"""\
 steplens stores traces of AI agent runs (one trace per run: agent > steps > LLM calls and tool calls).
-Start with list_runs (e.g. filter 'ok = false', or attributes["gen_ai.tool.name"] = "refund"), open one
+Start with list_runs (e.g. filter 'ok = false', or {TOOL_IS_REFUND}), open one
 with get_trace (a step-by-step transcript), find content with search_text, and use failure_clusters,
 tool_stats, cost_report and regressions for the aggregate view; sql answers anything else over the
 views runs, spans, tool_calls. Filter expressions: column or attributes["key"] with = != > < >= <=,
@@ -55,6 +57,10 @@ Agent = Annotated[str | None, Field(description="Only this agent.")]
 Version = Annotated[str | None, Field(description="Only this agent version.")]
 Mode = Annotated[str | None, Field(description="Run modes: live (default), shadow, eval, replay, a list, or all.")]
 MaxChars = Annotated[int, Field(description="Most characters of the answer (1000..200000).")]
+RunFilter = Annotated[str | None, Field(
+    description=f"Filter expression, e.g. ok = false and steps > 5, or {TOOL_IS_REFUND}.")]
+SpanFilter = Annotated[str, Field(
+    description=f'Filter expression over spans, e.g. tool_name = "refund" and {TOOL_IS_REFUND}, or search("timeout").')]
 CursorArg = Annotated[str | None, Field(description="next_cursor of the previous answer, to read on.")]
 
 RUN_FIELDS = ("trace_id", "agent", "version", "mode", "ok", "stop_reason", "steps", "llm_calls", "tool_calls",
@@ -90,8 +96,7 @@ def build_server(api: SteplensApi) -> MCPServer:
 
     @tool
     async def list_runs(
-        filter: Annotated[str | None, Field(description='Filter expression, e.g. ok = false and steps > 5, or '
-                                                        'attributes["gen_ai.tool.name"] = "refund".')] = None,
+        filter: RunFilter = None,
         since: Since = None, until: Until = None, agent: Agent = None, version: Version = None, mode: Mode = None,
         ok: Annotated[bool | None, Field(description="Only failed (false) or successful (true) runs.")] = None,
         stop_reason: Annotated[str | None, Field(description="e.g. max_steps, tool_error_exhausted.")] = None,
@@ -135,8 +140,7 @@ def build_server(api: SteplensApi) -> MCPServer:
 
     @tool
     async def search_spans(
-        filter: Annotated[str, Field(description='Filter expression over spans, e.g. tool_name = "refund" and '
-                                                 'attributes["refund.amount"] > 500, or search("timeout").')],
+        filter: SpanFilter,
         since: Since = None, until: Until = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Spans per API page.")] = 50,
         cursor: CursorArg = None, max_chars: MaxChars = DEFAULT_MAX_CHARS,
