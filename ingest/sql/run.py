@@ -110,13 +110,15 @@ class Started:
                 if batch.num_rows > room:  # the query asked DuckDB for one row more than the limit
                     batch, truncated_by = batch.slice(0, room), "row_limit"
                 if batch.num_rows:
-                    chunk = encoder.batch(batch)
-                    if sent_bytes + len(chunk) > self.limits.max_result_bytes:
+                    fitted = self._fit(encoder, batch, sent_rows == 0, self.limits.max_result_bytes - sent_bytes)
+                    if fitted is not None:
+                        chunk, n = fitted
+                        sent_rows += n
+                        sent_bytes += len(chunk)
+                        yield chunk
+                    if fitted is None or n < batch.num_rows:
                         truncated_by = "byte_limit"
                         break
-                    sent_rows += batch.num_rows
-                    sent_bytes += len(chunk)
-                    yield chunk
                 if truncated_by:
                     break
                 batch = self._next()
@@ -129,6 +131,18 @@ class Started:
         finally:
             self.close()
         yield encoder.end(sent_rows, truncated_by, error)
+
+    @staticmethod
+    def _fit(encoder: Encoder, batch: pa.RecordBatch, first: bool, room: int) -> tuple[bytes, int] | None:
+        """The encoded batch, or of its first half, quarter, ... row: the most leading rows that fit in
+        `room` bytes (None: not even one row)."""
+        while True:
+            chunk = encoder.batch(batch, first)
+            if len(chunk) <= room:
+                return chunk, batch.num_rows
+            if batch.num_rows <= 1:
+                return None
+            batch = batch.slice(0, batch.num_rows // 2)
 
     def _next(self) -> pa.RecordBatch | None:
         return _next_batch(self.reader, self.fired)
