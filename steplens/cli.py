@@ -213,6 +213,23 @@ def eval_compare(
     raise typer.Exit(eval_compare_command(run_a, run_b, runs_dir))
 
 
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="One SELECT over the views runs, spans, tool_calls ('-': read stdin).")],
+    format: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    limit: Annotated[int | None, typer.Option(min=1, help="Most rows (the server's sql_max_rows at most).")] = None,
+    project: Annotated[str | None, typer.Option(help="Only this project (narrows the key's, never widens).")] = None,
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Run one read-only SQL query through the server (POST /api/sql). Exit 1 when it was refused or
+    failed, 2 when it could not run. The API key (scope read) comes from STEPLENS_API_KEY."""
+    from ingest.sql.cli import sql_command
+
+    if format not in ("table", "csv", "json"):
+        raise typer.BadParameter("use table, csv or json", param_hint="--format")
+    raise typer.Exit(sql_command(query, api, fmt=format, limit=limit, project=project))
+
+
 spool_app = typer.Typer(help="Dead records of the write-ahead spool: list them, replay them.", no_args_is_help=True)
 app.add_typer(spool_app, name="spool")
 

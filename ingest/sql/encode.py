@@ -49,8 +49,11 @@ def _json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
-    if isinstance(value, Decimal):
-        return float(value) if value.is_finite() else None
+    if isinstance(value, Decimal):  # HUGEINT sums are DECIMAL(38, 0) in Arrow: integers stay integers
+        if not value.is_finite():
+            return None
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if hasattr(value, "months") and hasattr(value, "nanoseconds"):  # INTERVAL (pyarrow MonthDayNano)
