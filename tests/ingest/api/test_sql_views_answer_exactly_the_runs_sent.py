@@ -103,3 +103,16 @@ def test_an_empty_answer_still_names_its_columns(base: str) -> None:
                         "rows": [], "row_count": 0, "truncated": False, "truncated_by": None, "error": None}
     assert post_sql(base, "SELECT agent, steps FROM runs WHERE steps > 1000", format="csv").text.strip() == \
         '"agent","steps"'
+
+
+def test_catalog_lists_the_views_columns_and_every_example_runs(base: str) -> None:
+    catalog = httpx.get(f"{base}/api/sql/views", timeout=30).json()
+    views = {v["name"]: {c["name"]: c["type"] for c in v["columns"]} for v in catalog["views"]}
+    assert set(views) == {"runs", "spans", "tool_calls"}
+    assert views["runs"]["cost_usd"] == "DOUBLE" and views["spans"]["attributes"] == "JSON"
+    assert views["tool_calls"]["is_error"] == "BOOLEAN"
+    assert "quantile_cont" in catalog["functions"] and "read_csv" not in catalog["functions"]
+    assert catalog["limits"]["max_rows"] == 100_000
+    assert len(catalog["examples"]) >= 3
+    for example in catalog["examples"]:
+        assert rows(base, example["sql"]), example["title"]  # every example answers rows on real runs
