@@ -1,4 +1,4 @@
-"""SQL: an editor for one read-only SELECT over the views (runs, spans, tool_calls), its answer as a
+"""SQL: an editor for one read-only SELECT over the views (runs, spans, tool_calls, scores), its answer as a
 table, and a chart builder (chart type, x, y, colour) over it. The query and the chart live in the URL,
 so a view can be shared; the server binds the views to the dashboards' key's project."""
 
@@ -31,7 +31,7 @@ def _pick(name: str, options: list[str], default: str) -> int:
 
 st.title("SQL")
 st.caption(
-    "One read-only SELECT over the views `runs`, `spans` and `tool_calls` (DuckDB SQL; only your key's "
+    "One read-only SELECT over the views `runs`, `spans`, `tool_calls` and `scores` (DuckDB SQL; only your key's "
     "project is visible). `attributes->>'$.\"key\"'` reads an attribute; the time range is the query's own WHERE."
 )
 

@@ -36,7 +36,7 @@ class SqlRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sql: str = Field(description="One SELECT over the views runs, spans, tool_calls.")
+    sql: str = Field(description="One SELECT over the views runs, spans, tool_calls, scores.")
     format: Format | None = Field(None, description="json (default), csv or arrow; else from the Accept header.")
     limit: int | None = Field(None, ge=1, le=10_000_000, description="Most rows wanted (at most sql_max_rows).")
     project: str | None = Field(None, max_length=512, description="Only this project (narrows your key's, never widens).")
@@ -141,7 +141,7 @@ def build_sql_router(store: Any, settings: Settings, read_access: Callable[..., 
 
     @router.post(
         "/sql",
-        summary="Run one read-only SELECT over the views runs, spans, tool_calls (JSON, CSV or Arrow IPC)",
+        summary="Run one read-only SELECT over the views runs, spans, tool_calls, scores (JSON, CSV or Arrow IPC)",
         response_class=StreamingResponse,
         responses={200: {"content": {m: {} for m in MEDIA_TYPES.values()}}},
     )

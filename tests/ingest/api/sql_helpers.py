@@ -43,3 +43,15 @@ def send_runs(base: str, key: str | None = None, agent_prefix: str = "") -> list
     r = httpx.post(f"{base}/v1/traces", content=emitter.request().SerializeToString(), headers=headers, timeout=30)
     assert r.status_code == 200, r.text
     return specs
+
+
+# Scores sent for the runs of `send_runs` (name, value per run index): a numeric and a boolean score.
+SCORES = [("helpfulness", 0.5), ("helpfulness", 1.0), ("correct", True), ("correct", False), ("correct", True)]
+
+
+def send_scores(base: str, specs: list[RunSpec], key: str | None = None) -> None:
+    body = [{"name": name, "value": value, "trace_id": specs[i].trace_id, "source": "human"}
+            for i, (name, value) in enumerate(SCORES)]
+    headers = {"x-api-key": key} if key else {}
+    r = httpx.post(f"{base}/api/scores", json={"scores": body}, headers=headers, timeout=30)
+    assert r.status_code == 200, r.text

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from ingest.config import ApiKey
-from tests.ingest.api.sql_helpers import RUNS, post_sql, rows, send_runs
+from tests.ingest.api.sql_helpers import RUNS, post_sql, rows, send_runs, send_scores
 
-KEYS = {"read_a": ("A", ["read"]), "ingest_a": ("A", ["ingest"]), "read_b": ("B", ["read"]),
-        "ingest_b": ("B", ["ingest"]), "operator": ("ops", ["operator"])}
+KEYS = {"read_a": ("A", ["read"]), "ingest_a": ("A", ["ingest", "annotate"]), "read_b": ("B", ["read"]),
+        "ingest_b": ("B", ["ingest", "annotate"]), "operator": ("ops", ["operator"])}
 SECRET = {name: f"{name}-sql-secret-0123456789" for name in KEYS}
 
 
@@ -25,13 +25,14 @@ SECRET = {name: f"{name}-sql-secret-0123456789" for name in KEYS}
 def base(start_ingest_server: Callable[..., Any]) -> str:
     keys = [ApiKey(key=SECRET[n], project=p, scopes=s) for n, (p, s) in KEYS.items()]  # type: ignore[arg-type]
     srv = start_ingest_server(grpc_port=0, api_keys=keys)
-    send_runs(srv.http_url, SECRET["ingest_a"], agent_prefix="a_")
-    send_runs(srv.http_url, SECRET["ingest_b"], agent_prefix="b_secret_")
+    for project, prefix in (("a", "a_"), ("b", "b_secret_")):
+        key = SECRET[f"ingest_{project}"]
+        send_scores(srv.http_url, send_runs(srv.http_url, key, agent_prefix=prefix), key)
     assert srv.store.wait_loaded(30)
     return srv.http_url
 
 
-@pytest.mark.parametrize("view", ["runs", "spans", "tool_calls"])
+@pytest.mark.parametrize("view", ["runs", "spans", "tool_calls", "scores"])
 def test_each_view_holds_only_the_keys_project(base: str, view: str) -> None:
     assert rows(base, f"SELECT DISTINCT project FROM {view}", SECRET["read_a"]) == [["A"]]
     assert rows(base, f"SELECT DISTINCT project FROM {view}", SECRET["read_b"]) == [["B"]]
@@ -48,6 +49,7 @@ def test_no_query_of_a_reaches_b(base: str) -> None:
         "WITH runs AS (SELECT agent FROM runs) SELECT agent FROM runs",
         "SELECT r.agent FROM runs r JOIN tool_calls t ON t.project <> r.project",
         "SELECT agent FROM runs UNION SELECT agent FROM tool_calls",
+        "SELECT r.agent FROM scores s LEFT JOIN runs r USING (trace_id)",
     ]:
         got = {row[0] for row in rows(base, sql, key)}
         assert all(a.startswith("a_") for a in got), (sql, got)

@@ -17,14 +17,14 @@ import pyarrow as pa
 import pytest
 
 from tests.ingest.api.otlp_runs import T0
-from tests.ingest.api.sql_helpers import RUNS, post_sql, rows, send_runs
+from tests.ingest.api.sql_helpers import RUNS, SCORES, post_sql, rows, send_runs, send_scores
 from tracer import conventions as c
 
 
 @pytest.fixture
 def base(start_ingest_server: Callable[..., Any]) -> str:
     srv = start_ingest_server(grpc_port=0)
-    send_runs(srv.http_url)
+    send_scores(srv.http_url, send_runs(srv.http_url))
     assert srv.store.wait_loaded(30)
     return srv.http_url
 
@@ -71,6 +71,18 @@ def test_tool_calls_view_counts_calls_and_errors_per_agent(base: str) -> None:
     assert got == [[a, "lookup", expected[a]["steps"], expected[a]["tool_errors"]] for a in sorted(expected)]
 
 
+def test_scores_view_holds_each_score_and_joins_its_run(base: str) -> None:
+    got = rows(base, "SELECT name, data_type, count(*), avg(value_numeric) FROM scores GROUP BY ALL ORDER BY name")
+    helpful = [v for n, v in SCORES if n == "helpfulness"]
+    correct = [v for n, v in SCORES if n == "correct"]
+    assert got == [["correct", "boolean", len(correct), sum(correct) / len(correct)],
+                   ["helpfulness", "numeric", len(helpful), sum(helpful) / len(helpful)]]
+    by_agent = rows(base, """SELECT r.agent, count(*) FROM scores s JOIN runs r ON r.trace_id = s.trace_id
+                             WHERE s.name = 'correct' AND s.value_label = 'true' GROUP BY ALL ORDER BY 1""")
+    agents = [RUNS[i][0] for i, (n, v) in enumerate(SCORES) if n == "correct" and v is True]
+    assert by_agent == [[a, agents.count(a)] for a in sorted(set(agents))]
+
+
 def test_joins_and_ctes_of_the_views(base: str) -> None:
     got = rows(base, """
         WITH failed AS (SELECT trace_id FROM runs WHERE NOT ok)
@@ -108,7 +120,7 @@ def test_an_empty_answer_still_names_its_columns(base: str) -> None:
 def test_catalog_lists_the_views_columns_and_every_example_runs(base: str) -> None:
     catalog = httpx.get(f"{base}/api/sql/views", timeout=30).json()
     views = {v["name"]: {c["name"]: c["type"] for c in v["columns"]} for v in catalog["views"]}
-    assert set(views) == {"runs", "spans", "tool_calls"}
+    assert set(views) == {"runs", "spans", "tool_calls", "scores"}
     assert views["runs"]["cost_usd"] == "DOUBLE" and views["spans"]["attributes"] == "JSON"
     assert views["tool_calls"]["is_error"] == "BOOLEAN"
     assert "quantile_cont" in catalog["functions"] and "read_csv" not in catalog["functions"]
