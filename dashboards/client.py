@@ -29,6 +29,7 @@ from dashboards.approvals_models import Approval, Approvals
 from dashboards.config import UISettings
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
+from dashboards.sql_models import SqlAnswer, SqlCatalog
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -255,6 +256,42 @@ class QueryClient:
                            response.status_code) from exc
         clear_cache()
         return decided
+
+    def sql_catalog(self) -> SqlCatalog:
+        """`GET /api/sql/views`: the views with their columns, the functions, the limits, example queries."""
+        return self._model(SqlCatalog, "/api/sql/views", {}, endpoint="sql/views")
+
+    def sql(self, query: str, limit: int = 10_000, project: str | None = None) -> SqlAnswer:
+        """`POST /api/sql` (scope read): one SELECT over the views, as JSON. Cached like a GET (the same
+        query within the TTL is one request); a refused query raises `BadRequest` with the server's reason."""
+        body: dict[str, Any] = {"sql": query, "limit": limit, "format": "json", **({"project": project} if project else {})}
+
+        def fetch() -> SqlAnswer:
+            response = self._post_sql(body)
+            try:
+                return SqlAnswer.model_validate(response.json())
+            except (ValueError, ValidationError) as exc:
+                raise ApiError(f"the server's answer to /api/sql has an unexpected shape: {type(exc).__name__}",
+                               response.status_code) from exc
+
+        return self._cached("SqlAnswer", "/api/sql", body, fetch)
+
+    def sql_csv(self, query: str, limit: int = 10_000, project: str | None = None) -> str:
+        """The same query's answer as CSV (the download button)."""
+        body: dict[str, Any] = {"sql": query, "limit": limit, "format": "csv", **({"project": project} if project else {})}
+        return self._cached("sql-csv", "/api/sql", body, lambda: self._post_sql(body).text)
+
+    def _post_sql(self, body: dict[str, Any]) -> httpx.Response:
+        try:
+            response = self._http.post("/api/sql", json=body)
+        except httpx.TimeoutException as exc:
+            raise ApiUnavailable(f"the query API at {self.base_url} did not answer in time: narrow the query") from exc
+        except httpx.HTTPError as exc:
+            raise ApiUnavailable(f"cannot reach the steplens query API at {self.base_url} "
+                                 f"({type(exc).__name__}): {START_HINT}") from exc
+        if response.status_code in (400, 413, 422):
+            raise BadRequest(_detail(response), response.status_code)
+        return self._check(response, "sql")
 
     # ------------------------------------------------------------------ plumbing
 

@@ -524,3 +524,7 @@ SEARCH_CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {
 # Flattened message attributes (OpenInference `llm.input_messages.0.message.content`, OpenLLMetry
 # `gen_ai.prompt.0.content`): every key under these prefixes is content.
 SEARCH_CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
+# Scores sent as `gen_ai.evaluation.result` events (tracer/feedback.py; design.md §3 "scores"): what the
+# OTel attributes cannot say. Ingest reads them when it turns the event into a score.
+SCORE_ID = "steplens.score.id"  # the score's idempotency id (a later event with it replaces the score)
+SCORE_DATA_TYPE = "steplens.score.data_type"  # numeric, boolean or categorical (a boolean as value 1/0)

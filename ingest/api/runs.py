@@ -19,6 +19,7 @@ from ingest.filters.compile import run_predicate
 from ingest.queries.run_scope import CHILD_SLACK
 from ingest.queries.runs import RunFilters, list_runs
 from ingest.queries.runs import RunsPage as RunsPageRows
+from ingest.queries.scores import latest_values
 from ingest.search.hits import HitTables
 
 
@@ -67,9 +68,11 @@ def add_runs_routes(
             hits = HitTables(cur, index, filters.projects, span_since, None)
             try:
                 extra = None if node is None else run_predicate(node, params.filter or "", hits, span_since)
-                return list_runs(
+                page = list_runs(
                     cur, filters, sort=params.sort, order=params.order, limit=params.limit, after=after, extra=extra
                 )
+                latest_values(cur, page.rows)  # each run's `scores` map
+                return page
             finally:
                 hits.close()
 

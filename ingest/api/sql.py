@@ -18,10 +18,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ingest.api.access import ReadAccess, principal_read_access
+from ingest.api.execute import run_read
 from ingest.config import Settings
 from ingest.sql.check import Refused, prepare
 from ingest.sql.encode import MEDIA_TYPES, encoder_for
+from ingest.sql.examples import EXAMPLES
+from ingest.sql.functions import ALLOWED_FUNCTIONS
 from ingest.sql.run import SqlFailed, SqlLimits, SqlTimeout, Started, StoreUnavailable, start
+from ingest.sql.views import VIEWS
 
 Format = Literal["json", "csv", "arrow"]
 _ACCEPT = (("application/vnd.apache.arrow.stream", "arrow"), ("text/csv", "csv"), ("application/json", "json"))
@@ -32,7 +36,7 @@ class SqlRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sql: str = Field(description="One SELECT over the views runs, spans, tool_calls.")
+    sql: str = Field(description="One SELECT over the views runs, spans, tool_calls, scores.")
     format: Format | None = Field(None, description="json (default), csv or arrow; else from the Accept header.")
     limit: int | None = Field(None, ge=1, le=10_000_000, description="Most rows wanted (at most sql_max_rows).")
     project: str | None = Field(None, max_length=512, description="Only this project (narrows your key's, never widens).")
@@ -77,6 +81,41 @@ def _parse_body(raw: bytes) -> SqlRequest:
         raise HTTPException(422, "; ".join(errors)[:1000] or "invalid body") from None
 
 
+class ViewColumn(BaseModel):
+    name: str
+    type: str
+
+
+class ViewInfo(BaseModel):
+    name: str
+    doc: str
+    columns: list[ViewColumn]
+
+
+class Example(BaseModel):
+    title: str
+    sql: str
+
+
+class SqlCatalog(BaseModel):
+    """What a query may use: the views with their columns, the functions, the limits, examples."""
+
+    views: list[ViewInfo]
+    functions: list[str]
+    examples: list[Example]
+    limits: dict[str, float]
+
+
+def _describe(cursor: Any) -> list[ViewInfo]:
+    out = []
+    for view in VIEWS:
+        prepared = prepare(f"SELECT * FROM {view.name}", frozenset(), 0, 1 << 20)
+        relation = cursor.sql(prepared.sql, params=prepared.params)
+        columns = [ViewColumn(name=n, type=str(t)) for n, t in zip(relation.columns, relation.types, strict=True)]
+        out.append(ViewInfo(name=view.name, doc=view.doc, columns=columns))
+    return out
+
+
 def build_sql_router(store: Any, settings: Settings, read_access: Callable[..., Any] | None = None) -> APIRouter:
     """The `/sql` route reading through `store.read()` under the `sql_*` limits."""
     read_access = read_access or principal_read_access()
@@ -90,9 +129,19 @@ def build_sql_router(store: Any, settings: Settings, read_access: Callable[..., 
     body_cap = 6 * settings.sql_max_query_bytes + 4096
     router = APIRouter(tags=["sql"])
 
+    @router.get("/sql/views", response_model=SqlCatalog, summary="The views, functions and limits of POST /api/sql")
+    def get_views(access: Annotated[ReadAccess, Depends(read_access)]) -> SqlCatalog:
+        return SqlCatalog(
+            views=run_read(store, _describe, settings.query_timeout_s),
+            functions=sorted(ALLOWED_FUNCTIONS),
+            examples=[Example(title=t, sql=q) for t, q in EXAMPLES],
+            limits={"timeout_s": limits.timeout_s, "max_rows": limits.max_rows,
+                    "max_result_bytes": limits.max_result_bytes, "max_query_bytes": limits.max_query_bytes},
+        )
+
     @router.post(
         "/sql",
-        summary="Run one read-only SELECT over the views runs, spans, tool_calls (JSON, CSV or Arrow IPC)",
+        summary="Run one read-only SELECT over the views runs, spans, tool_calls, scores (JSON, CSV or Arrow IPC)",
         response_class=StreamingResponse,
         responses={200: {"content": {m: {} for m in MEDIA_TYPES.values()}}},
     )

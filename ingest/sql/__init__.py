@@ -1,7 +1,7 @@
 """SQL over your traces (`POST /api/sql`, `steplens sql`): one read-only SELECT over documented views
 bound to the caller's projects.
 
-- views.py: the views (runs, spans, tool_calls) and the project-bound CTEs behind them
+- views.py: the views (runs, spans, tool_calls, scores) and the project-bound CTEs behind them
 - functions.py: the functions a query may call (an allow-list)
 - check.py: parse (sqlglot), refuse what is not a read of the views, rewrite to the scoped CTEs
 - run.py: the time limit, the first batch, the streamed rows under the row and byte limits

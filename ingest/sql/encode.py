@@ -31,7 +31,10 @@ MEDIA_TYPES = {
 class Encoder(Protocol):
     def begin(self) -> bytes: ...
 
-    def batch(self, batch: pa.RecordBatch) -> bytes: ...
+    def batch(self, batch: pa.RecordBatch, first: bool) -> bytes:
+        """The bytes of `batch`; `first`: no batch was sent before it. No state changes: the stream may
+        encode a batch, find it would pass the byte limit, and encode a part of it instead."""
+        ...
 
     def end(self, rows: int, truncated_by: str | None, error: str | None) -> bytes: ...
 
@@ -46,8 +49,11 @@ def _json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
-    if isinstance(value, Decimal):
-        return float(value) if value.is_finite() else None
+    if isinstance(value, Decimal):  # HUGEINT sums are DECIMAL(38, 0) in Arrow: integers stay integers
+        if not value.is_finite():
+            return None
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if hasattr(value, "months") and hasattr(value, "nanoseconds"):  # INTERVAL (pyarrow MonthDayNano)
@@ -80,13 +86,12 @@ class JsonEncoder:
     def __init__(self, columns: list[str], types: list[str]) -> None:
         self.columns = columns
         self.types = types
-        self._first = True
 
     def begin(self) -> bytes:
         head = [{"name": n, "type": t} for n, t in zip(self.columns, self.types, strict=True)]
         return b'{"columns": ' + json.dumps(head).encode() + b', "rows": ['
 
-    def batch(self, batch: pa.RecordBatch) -> bytes:
+    def batch(self, batch: pa.RecordBatch, first: bool) -> bytes:
         values = []
         for i, column in enumerate(batch.columns):
             items = _finite(column).to_pylist()
@@ -97,9 +102,7 @@ class JsonEncoder:
         text = json.dumps(rows, default=_json_default, ensure_ascii=False, allow_nan=False)[1:-1]
         if not text:
             return b""
-        out = text.encode() if self._first else b", " + text.encode()
-        self._first = False
-        return out
+        return text.encode() if first else b", " + text.encode()
 
     def end(self, rows: int, truncated_by: str | None, error: str | None) -> bytes:
         tail = {"row_count": rows, "truncated": truncated_by is not None, "truncated_by": truncated_by, "error": error}
@@ -121,23 +124,18 @@ class CsvEncoder:
 
     def __init__(self, columns: list[str]) -> None:
         self.columns = columns
-        self._header = True
 
     def begin(self) -> bytes:
         return b""
 
-    def batch(self, batch: pa.RecordBatch) -> bytes:
+    def batch(self, batch: pa.RecordBatch, first: bool) -> bytes:
         flat = pa.RecordBatch.from_arrays([_csv_safe(c) for c in batch.columns], names=self.columns)
         sink = io.BytesIO()
-        pacsv.write_csv(flat, sink, pacsv.WriteOptions(include_header=self._header))
-        self._header = False
+        pacsv.write_csv(flat, sink, pacsv.WriteOptions(include_header=first))
         return sink.getvalue()
 
     def end(self, rows: int, truncated_by: str | None, error: str | None) -> bytes:
-        if self._header:  # no row at all: still say which columns there were
-            self._header = False
-            return _csv_header(self.columns)
-        return b""
+        return _csv_header(self.columns) if rows == 0 else b""  # no row: still say which columns there were
 
 
 def _csv_header(columns: list[str]) -> bytes:
@@ -148,29 +146,23 @@ def _csv_header(columns: list[str]) -> bytes:
 
 
 class ArrowEncoder:
-    """The Arrow IPC stream format (`pyarrow.ipc.open_stream`, `polars.read_ipc_stream`, ...)."""
+    """The Arrow IPC stream format (`pyarrow.ipc.open_stream`, `polars.read_ipc_stream`, ...): the schema
+    message, one encapsulated message per batch, the end-of-stream marker."""
+
+    END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 
     def __init__(self, schema: pa.Schema) -> None:
-        self._sink = io.BytesIO()
-        self._writer = pa.ipc.new_stream(self._sink, schema)
-
-    def _drain(self) -> bytes:
-        data = self._sink.getvalue()
-        self._sink.seek(0)
-        self._sink.truncate()
-        return data
+        self.schema = schema
 
     def begin(self) -> bytes:
-        return self._drain()
+        return self.schema.serialize().to_pybytes()
 
-    def batch(self, batch: pa.RecordBatch) -> bytes:
-        self._writer.write_batch(batch)
-        return self._drain()
+    def batch(self, batch: pa.RecordBatch, first: bool) -> bytes:
+        return batch.serialize().to_pybytes()
 
     def end(self, rows: int, truncated_by: str | None, error: str | None) -> bytes:
-        if error is None:  # an answer cut by an error has no end-of-stream marker: readers see it is incomplete
-            self._writer.close()
-        return self._drain()
+        # an answer cut by an error has no end-of-stream marker: a reader can tell it is incomplete
+        return self.END_OF_STREAM if error is None else b""
 
 
 def encoder_for(fmt: str, columns: list[str], types: list[str], schema: pa.Schema) -> Encoder:

@@ -82,10 +82,15 @@ ALLOWED_CLASSES: frozenset[type[exp.Func]] = _classes_of(ALLOWED_FUNCTIONS)
 
 
 def function_name(node: exp.Func) -> str:
-    """The name a refusal quotes: what the user wrote for an unknown function, else sqlglot's name."""
+    """The name a refusal quotes: the function as DuckDB would be asked for it (`lpad`, not sqlglot's `pad`)."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
-    return node.sql_name().lower()
+    try:
+        rendered = node.sql(dialect="duckdb", comments=False)
+    except sqlglot.errors.SqlglotError:
+        rendered = ""
+    head = rendered.split("(", 1)[0].strip()
+    return (head if head and "(" in rendered and head.replace("_", "").isalnum() else node.sql_name()).lower()
 
 
 def is_allowed(node: exp.Func) -> bool:

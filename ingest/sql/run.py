@@ -12,6 +12,7 @@ materialised whole before the first row comes back, a relation's reader streams.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from ingest.errors import IngestError
 from ingest.sql.check import Prepared
 from ingest.sql.encode import Encoder
 
+log = logging.getLogger(__name__)
 _QUOTED = re.compile(r"'(?:[^']|'')*'")
 
 
@@ -52,7 +54,7 @@ class StoreUnavailable(Exception):
     """The database cannot be read right now (a 503)."""
 
 
-def safe_message(exc: duckdb.Error, query: str) -> str:
+def safe_message(exc: Exception, query: str) -> str:
     """DuckDB's message without quoted values the query did not contain.
 
     Why: a conversion error quotes the value that failed, and DuckDB may evaluate the query's own
@@ -110,13 +112,15 @@ class Started:
                 if batch.num_rows > room:  # the query asked DuckDB for one row more than the limit
                     batch, truncated_by = batch.slice(0, room), "row_limit"
                 if batch.num_rows:
-                    chunk = encoder.batch(batch)
-                    if sent_bytes + len(chunk) > self.limits.max_result_bytes:
+                    fitted = self._fit(encoder, batch, sent_rows == 0, self.limits.max_result_bytes - sent_bytes)
+                    if fitted is not None:
+                        chunk, n = fitted
+                        sent_rows += n
+                        sent_bytes += len(chunk)
+                        yield chunk
+                    if fitted is None or n < batch.num_rows:
                         truncated_by = "byte_limit"
                         break
-                    sent_rows += batch.num_rows
-                    sent_bytes += len(chunk)
-                    yield chunk
                 if truncated_by:
                     break
                 batch = self._next()
@@ -124,17 +128,31 @@ class Started:
             return
         except SqlTimeout:
             error = f"the query ran past the time limit of {self.limits.timeout_s:g} s while streaming; rows cut"
+        except SqlFailed as exc:
+            error = f"the query failed while streaming: {exc}"
         except duckdb.Error as exc:
             error = f"the query failed while streaming: {safe_message(exc, self.query)}"
         finally:
             self.close()
         yield encoder.end(sent_rows, truncated_by, error)
 
+    @staticmethod
+    def _fit(encoder: Encoder, batch: pa.RecordBatch, first: bool, room: int) -> tuple[bytes, int] | None:
+        """The encoded batch, or of its first half, quarter, ... row: the most leading rows that fit in
+        `room` bytes (None: not even one row)."""
+        while True:
+            chunk = encoder.batch(batch, first)
+            if len(chunk) <= room:
+                return chunk, batch.num_rows
+            if batch.num_rows <= 1:
+                return None
+            batch = batch.slice(0, batch.num_rows // 2)
+
     def _next(self) -> pa.RecordBatch | None:
-        return _next_batch(self.reader, self.fired)
+        return _next_batch(self.reader, self.fired, self.query)
 
 
-def _next_batch(reader: pa.RecordBatchReader, fired: threading.Event) -> pa.RecordBatch | None:
+def _next_batch(reader: pa.RecordBatchReader, fired: threading.Event, query: str) -> pa.RecordBatch | None:
     try:
         return reader.read_next_batch()
     except StopIteration:
@@ -143,10 +161,10 @@ def _next_batch(reader: pa.RecordBatchReader, fired: threading.Event) -> pa.Reco
         if fired.is_set():
             raise SqlTimeout() from exc
         raise
-    except pa.ArrowInvalid as exc:  # DuckDB errors surface through the Arrow stream as ArrowInvalid
+    except (pa.ArrowException, OSError) as exc:  # a DuckDB error while streaming surfaces as an Arrow/OS error
         if fired.is_set():
             raise SqlTimeout() from exc
-        raise SqlFailed(str(exc).splitlines()[0][:500]) from exc
+        raise SqlFailed(safe_message(exc, query)) from exc
 
 
 def start(store: Any, prepared: Prepared, limits: SqlLimits, query: str) -> Started:
@@ -168,7 +186,7 @@ def start(store: Any, prepared: Prepared, limits: SqlLimits, query: str) -> Star
         columns = list(relation.columns)
         types = [str(t) for t in relation.types]
         reader = relation.to_arrow_reader(limits.batch_rows)
-        first = _next_batch(reader, deadline.fired)
+        first = _next_batch(reader, deadline.fired, query)
     except (SqlTimeout, SqlFailed):
         stack.close()
         raise
@@ -181,9 +199,10 @@ def start(store: Any, prepared: Prepared, limits: SqlLimits, query: str) -> Star
     except (duckdb.ConnectionException, duckdb.TransactionException, IngestError) as exc:
         stack.close()
         raise StoreUnavailable(str(exc)) from exc
-    except duckdb.InternalException:
+    except duckdb.InternalException as exc:  # a DuckDB bug the query ran into: logged, answered as a refusal
         stack.close()
-        raise
+        log.warning("DuckDB internal error on a POST /api/sql query: %s", exc)
+        raise SqlFailed(f"DuckDB cannot run this query (internal error): {safe_message(exc, query)}") from exc
     except duckdb.Error as exc:
         stack.close()
         if deadline is not None and deadline.fired.is_set():

@@ -85,7 +85,16 @@ TOOL_CALLS = View(
     "writer's analytics upkeep, about a second after the spans.",
 )
 
-# The `scores` view joins this tuple once the scores table exists (issue 13's scores branch): one View
-# entry over it, bound to the project like the others.
-VIEWS: tuple[View, ...] = (RUNS, SPANS, TOOL_CALLS)
+SCORES = View(
+    "scores",
+    "scores",
+    (
+        "project", "score_id", "name", "data_type", "value_numeric", "value_label", "comment", "source", "author",
+        "created_at", "trace_id", "span_id", "session_id", "metadata",
+    ),
+    "One row per score (of a run: trace_id; of a span: trace_id + span_id; of a session: session_id): numeric "
+    "and boolean values in value_numeric (boolean as 1/0), labels in value_label.",
+)
+
+VIEWS: tuple[View, ...] = (RUNS, SPANS, TOOL_CALLS, SCORES)
 VIEWS_BY_NAME: dict[str, View] = {v.name: v for v in VIEWS}

@@ -30,7 +30,7 @@ return Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-p
     points: Math.max(0, ...(g.data || []).map(t => (t.x || []).length)),
 }));
 """
-TREND_PAGES = {"", "failures", "regressions-drift"}  # pages that draw a trend over time
+TREND_PAGES = {"", "failures", "regressions-drift", "sql"}  # pages that draw a trend over time
 
 
 @dataclass
@@ -95,6 +95,7 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
         ("regressions", "?comparison=drift&since=30d", "Regressions", '[data-testid="stMetric"]'),
         ("alerts", "", "Alerts", '[data-testid="stAlert"], [data-testid="stMetric"]'),
         ("approvals", "", "Approvals", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+        ("sql", "", "SQL", '[data-testid="stDataFrame"]'),
     ]
     assert {p for p, *_ in pages} >= {Path(v).stem for v in APP_PAGES} - {"overview"}, "a page is not opened"
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -128,5 +129,7 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
         assert all(c["points"] > 1 for c in trends), f"{name}: a trend of one point: {drawn}"
         if page == "":
             assert "Runs" in body and "Success rate" in body
+        if page == "sql":  # the default query: runs per day and agent over the demo's 14 days
+            assert "Rows" in body and "Download CSV" in body
         if page == "trace":
             assert "Step 1" in body and f"invoke_agent {RELEASED_AGENT}" in body and "live run" in body

@@ -114,6 +114,7 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/api/export"): ("read", {"params": {"table": "spans", "format": "jsonl"}}),
         ("post", "/api/sql"): ("read", {"json": {"sql": "SELECT agent, trace_id FROM runs UNION ALL "
                                                 "SELECT agent_name, trace_id FROM spans"}}),
+        ("get", "/api/sql/views"): ("read", {}),
         ("get", "/metrics"): ("operator", {}),
         ("get", "/readyz"): ("any", {}),
         ("get", "/healthz"): ("open", {}),
