@@ -704,6 +704,15 @@ SELECT e.*, {trace_key_sql("e.trace_id")} AS trace_key FROM ({EVALUATION_SCORES_
 ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
 """
 
+# the evaluation span events of spans stored before scores existed become scores once (one scan of
+# the events column, filtered by text before any JSON is parsed)
+SPAN_EVALUATION_SCORES_BACKFILL = f"""
+INSERT INTO scores BY NAME
+SELECT e.*, {trace_key_sql("e.trace_id")} AS trace_key
+FROM ({EVALUATION_SCORES_SELECT.format(source=span_evaluation_events("spans"))}) e
+ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -722,5 +731,6 @@ MIGRATIONS: list[list[str]] = [
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
     [SCORES_DDL, SCORE_CONFIGS_DDL],  # scores of runs, spans and sessions, and the API's score configs
     [EVALUATION_SCORES_BACKFILL],  # stored gen_ai.evaluation.result log records become scores
+    [SPAN_EVALUATION_SCORES_BACKFILL],  # and so do the evaluation span events of stored spans
 ]
 

@@ -17,7 +17,7 @@ from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from ingest.schema import EVALUATION_SCORES_BACKFILL
+from ingest.schema import EVALUATION_SCORES_BACKFILL, SPAN_EVALUATION_SCORES_BACKFILL
 from tests.ingest.scores.conftest import get_scores
 from tests.support.genai_logs import chat_with_events, log_provider
 from tracer import conventions as c
@@ -116,3 +116,12 @@ def test_evaluation_span_events_are_scores(scores_server: Any) -> None:
     assert (got["pii"]["value"], got["pii"]["data_type"], got["pii"]["source"]) == ("none_found", "categorical", "client")
     assert got["pii"]["agent"] == "weather" and got["pii"]["span_id"] == format(spans[0].context.span_id, "016x")
     assert len(get_scores(scores_server.http_url)) == 2
+
+    def older_store(conn: Any) -> list[tuple[Any, ...]]:  # spans stored before scores existed
+        conn.execute("DELETE FROM scores")
+        conn.execute(SPAN_EVALUATION_SCORES_BACKFILL)
+        conn.execute(SPAN_EVALUATION_SCORES_BACKFILL)
+        return conn.execute("SELECT name, value_numeric, value_label FROM scores ORDER BY name").fetchall()
+
+    assert scores_server.store.run_write(older_store).result(10) == [("groundedness", 0.5, None),
+                                                                      ("pii", None, "none_found")]
