@@ -54,7 +54,7 @@ SEARCH.2: /search(?=\s*\()/i
 ATTRIBUTES.2: /attributes(?=\s*\[)/i
 SPAN.2: /span(?=\.)/i
 OP: "!=" | ">=" | "<=" | "=" | ">" | "<"
-NAME: /[A-Za-z_][A-Za-z0-9_]*/
+NAME: /(?!(?:and|or|not|in|contains|exists|true|false)\b)[A-Za-z_][A-Za-z0-9_]*/i
 STRING: /"(?:[^"\\\n]|\\.)*"/ | /'(?:[^'\\\n]|\\.)*'/
 NUMBER: /-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?/
 
@@ -218,8 +218,9 @@ def parse_filter(text: str) -> ast.Node:
         tree = _PARSER.parse(text)
         node = _ToAst().transform(tree)
     except UnexpectedCharacters as exc:
-        raise FilterError(f"unexpected character {text[exc.pos_in_stream]!r}{_expected(exc)}", text,
-                          exc.line, exc.column) from None
+        char = text[exc.pos_in_stream]
+        what = "unterminated string" if char in "\"'" else f"unexpected character {char!r}"
+        raise FilterError(f"{what}{_expected(exc)}", text, exc.line, exc.column) from None
     except UnexpectedEOF as exc:
         lines = text.splitlines() or [""]
         raise FilterError(f"filter ends too early{_expected(exc)}", text, len(lines), len(lines[-1]) + 1) from None
