@@ -109,6 +109,10 @@ def _string(token: Token) -> str:
         value = json.loads(f'"{body}"')
     except json.JSONDecodeError as exc:
         raise _TokenError("bad escape in string", token) from exc
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _TokenError("string holds a lone surrogate escape: not Unicode text", token) from None
     if len(value) > MAX_STRING_CHARS:
         raise _TokenError(f"string longer than {MAX_STRING_CHARS} characters", token)
     return value
@@ -234,6 +238,10 @@ def parse_filter(text: str) -> ast.Node:
         inner = exc.orig_exc
         if isinstance(inner, _TokenError):
             raise FilterError(inner.message, text, inner.token.line or 1, inner.token.column or 1) from None
+        if isinstance(inner, RecursionError):
+            raise FilterError(f"nested deeper than {MAX_DEPTH} levels", text, 1, 1) from None
         raise
+    except RecursionError:  # a long chain of `not`: the tree is built recursively
+        raise FilterError(f"nested deeper than {MAX_DEPTH} levels", text, 1, 1) from None
     _check_shape(node, text)
     return node

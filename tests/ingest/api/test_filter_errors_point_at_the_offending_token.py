@@ -38,10 +38,7 @@ CASES = [
 def test_error_points_at_the_token(server, text, line, column, words):
     for path, extra in (("/api/runs", {}), ("/api/spans", {}), ("/api/search", {"q": "anything"})):
         r = server.get(path, filter=text, **extra)
-        if path != "/api/runs" and "unknown column" in words:
-            words_here = "unknown span column"
-        else:
-            words_here = words
+        words_here = "unknown span column" if path != "/api/runs" and "unknown column" in words else words
         assert r.status_code == 400, (path, text, r.status_code, r.text)
         detail = r.json()["detail"]
         assert f"line {line}, column {column}" in detail, (path, detail)
