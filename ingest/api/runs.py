@@ -14,7 +14,7 @@ from ingest.api.cursor import BadCursor, decode_cursor, encode_cursor
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Run, RunsPage
 from ingest.api.params import RunsParams
-from ingest.api.spans import filter_or_400
+from ingest.api.spans import filter_or_400, search_503
 from ingest.filters.compile import run_predicate
 from ingest.queries.run_scope import CHILD_SLACK
 from ingest.queries.runs import RunFilters, list_runs
@@ -76,6 +76,7 @@ def add_runs_routes(
             finally:
                 hits.close()
 
-        page = run_read(store, read, timeout_s)
+        with search_503():
+            page = run_read(store, read, timeout_s)
         nxt = encode_cursor(page.next_key, params.sort, params.order) if page.next_key else None
         return RunsPage(runs=[Run.model_validate(r) for r in page.rows], next=nxt)

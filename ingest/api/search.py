@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import Text, TimeParam
-from ingest.api.spans import filter_or_400
+from ingest.api.spans import filter_or_400, search_503
 from ingest.auth import Principal, require_scope
 from ingest.filters.compile import span_predicate
 from ingest.filters.parse import MAX_FILTER_CHARS
@@ -125,7 +125,8 @@ def add_search_routes(
         projects = access.narrow(params.project)
         index: SearchIndex = store.search_index  # type: ignore[attr-defined]
         wanted = min(MAX_CANDIDATES, params.limit * CANDIDATES_PER_RESULT * (4 if node is not None else 1))
-        hits = _best_per_span(index.search(params.q, projects, params.since, params.until, limit=wanted))
+        with search_503():
+            hits = _best_per_span(index.search(params.q, projects, params.since, params.until, limit=wanted))
 
         def read(cur: Any) -> tuple[dict, IndexStatus]:
             tables = HitTables(cur, index, projects, params.since, params.until)
@@ -135,7 +136,8 @@ def add_search_routes(
             finally:
                 tables.close()
 
-        facts, status = run_read(store, read, timeout_s)
+        with search_503():
+            facts, status = run_read(store, read, timeout_s)
         results = []
         for h in hits:
             row = facts.get((h.project, h.trace_id, h.span_id))

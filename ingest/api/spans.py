@@ -6,7 +6,8 @@ No `from __future__ import annotations`: FastAPI must evaluate the `Depends(read
 import base64
 import binascii
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from ingest.filters.compile import span_predicate
 from ingest.filters.parse import MAX_FILTER_CHARS
 from ingest.queries.spans import SpanKey, list_spans
 from ingest.search.hits import HitTables
+from ingest.search.index import IndexUnavailable
 
 FILTER_HELP = (
     'Filter expression, e.g. attributes["gen_ai.tool.name"] = "refund" and cost_usd > 0.01 and search("timeout") '
@@ -87,6 +89,15 @@ def filter_or_400(text: str | None, target: str) -> Any:
         raise HTTPException(400, str(exc)) from exc
 
 
+@contextmanager
+def search_503() -> Iterator[None]:
+    """An unreadable search index is a 503 (retry), never an empty answer."""
+    try:
+        yield
+    except IndexUnavailable as exc:
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from exc
+
+
 def encode_span_cursor(key: SpanKey) -> str:
     raw = json.dumps({"t": key.start_time.isoformat(), "r": key.trace_id, "s": key.span_id, "p": key.project})
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
@@ -133,6 +144,7 @@ def add_span_routes(
                 hits.close()
             return page, hits.truncated
 
-        page, truncated = run_read(store, read, timeout_s)
+        with search_503():
+            page, truncated = run_read(store, read, timeout_s)
         nxt = encode_span_cursor(page.next_key) if page.next_key else None
         return SpansPage(spans=[_row(r) for r in page.rows], next=nxt, search_truncated=truncated)

@@ -54,7 +54,7 @@ SEARCH.2: /search(?=\s*\()/i
 ATTRIBUTES.2: /attributes(?=\s*\[)/i
 SPAN.2: /span(?=\.)/i
 OP: "!=" | ">=" | "<=" | "=" | ">" | "<"
-NAME: /[A-Za-z_][A-Za-z0-9_]*/
+NAME: /(?!(?:and|or|not|in|contains|exists|true|false)\b)[A-Za-z_][A-Za-z0-9_]*/i
 STRING: /"(?:[^"\\\n]|\\.)*"/ | /'(?:[^'\\\n]|\\.)*'/
 NUMBER: /-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?/
 
@@ -109,6 +109,10 @@ def _string(token: Token) -> str:
         value = json.loads(f'"{body}"')
     except json.JSONDecodeError as exc:
         raise _TokenError("bad escape in string", token) from exc
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _TokenError("string holds a lone surrogate escape: not Unicode text", token) from None
     if len(value) > MAX_STRING_CHARS:
         raise _TokenError(f"string longer than {MAX_STRING_CHARS} characters", token)
     return value
@@ -218,8 +222,9 @@ def parse_filter(text: str) -> ast.Node:
         tree = _PARSER.parse(text)
         node = _ToAst().transform(tree)
     except UnexpectedCharacters as exc:
-        raise FilterError(f"unexpected character {text[exc.pos_in_stream]!r}{_expected(exc)}", text,
-                          exc.line, exc.column) from None
+        char = text[exc.pos_in_stream]
+        what = "unterminated string" if char in "\"'" else f"unexpected character {char!r}"
+        raise FilterError(f"{what}{_expected(exc)}", text, exc.line, exc.column) from None
     except UnexpectedEOF as exc:
         lines = text.splitlines() or [""]
         raise FilterError(f"filter ends too early{_expected(exc)}", text, len(lines), len(lines[-1]) + 1) from None
@@ -233,6 +238,10 @@ def parse_filter(text: str) -> ast.Node:
         inner = exc.orig_exc
         if isinstance(inner, _TokenError):
             raise FilterError(inner.message, text, inner.token.line or 1, inner.token.column or 1) from None
+        if isinstance(inner, RecursionError):
+            raise FilterError(f"nested deeper than {MAX_DEPTH} levels", text, 1, 1) from None
         raise
+    except RecursionError:  # a long chain of `not`: the tree is built recursively
+        raise FilterError(f"nested deeper than {MAX_DEPTH} levels", text, 1, 1) from None
     _check_shape(node, text)
     return node

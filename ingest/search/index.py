@@ -61,6 +61,11 @@ def query_expression(text: str) -> str | None:
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
+class IndexUnavailable(RuntimeError):
+    """The index file cannot be read (the API answers 503: a search that silently found nothing would make
+    `not search(...)` match everything)."""
+
+
 @dataclass(frozen=True)
 class Doc:
     project: str
@@ -165,29 +170,39 @@ class SearchIndex:
     # ---- reader side ---------------------------------------------------------------------------
 
     def _reader(self) -> sqlite3.Connection | None:
-        if not self.path.exists():
+        if not self.path.is_file():
             return None
-        return sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            return sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise IndexUnavailable(f"search index unreadable: {exc}") from exc
 
     def meta(self) -> dict[str, str]:
-        conn = self._reader()
+        """The index's bookkeeping ({} when there is no readable index yet)."""
+        try:
+            conn = self._reader()
+        except IndexUnavailable:
+            return {}
         if conn is None:
             return {}
         try:
             return dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.OperationalError:
+        except sqlite3.Error:
             return {}
         finally:
             conn.close()
 
-    def documents(self) -> int:
-        conn = self._reader()
+    def documents(self) -> int | None:
+        try:
+            conn = self._reader()
+        except IndexUnavailable:
+            return None
         if conn is None:
             return 0
         try:
             return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
-        except sqlite3.OperationalError:
-            return 0
+        except sqlite3.Error:
+            return None
         finally:
             conn.close()
 
@@ -229,9 +244,11 @@ class SearchIndex:
         try:
             rows = conn.execute(sql, [*params, limit]).fetchall()
         except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
+            if "no such table" in str(exc):  # created, schema not committed yet
                 return []
-            raise
+            raise IndexUnavailable(f"search index unreadable: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise IndexUnavailable(f"search index unreadable: {exc}") from exc
         finally:
             conn.close()
         return [Hit(r[0], r[1], r[2], from_us(r[3]), r[4], float(r[5]), r[6]) for r in rows]

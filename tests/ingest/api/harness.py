@@ -48,13 +48,17 @@ class Server:
             return c.get(path, params={k: v for k, v in params.items() if v is not None})
 
 
-def start_server(tmp_path: Path, api_keys: list[ApiKey], query_timeout_s: float) -> tuple[Server, ServerStack, threading.Thread]:
+def start_server(
+    tmp_path: Path, api_keys: list[ApiKey], query_timeout_s: float, **overrides: Any
+) -> tuple[Server, ServerStack, threading.Thread]:
+    """`overrides`: more Settings fields (e.g. `search_index=`)."""
     settings = Settings(
         host="127.0.0.1",
         grpc_port=0,
         db=tmp_path / "steplens.duckdb",
         api_keys=api_keys,
         query_timeout_s=query_timeout_s,
+        **overrides,
     )
     metrics = IngestMetrics()
     store = SpanStore(settings, metrics)
