@@ -45,7 +45,7 @@ steplens stores traces of AI agent runs (one trace per run: agent > steps > LLM 
 Start with list_runs (e.g. filter 'ok = false', or {TOOL_IS_REFUND}), open one
 with get_trace (a step-by-step transcript), find content with search_text, and use failure_clusters,
 tool_stats, cost_report and regressions for the aggregate view; sql answers anything else over the
-views runs, spans, tool_calls. Filter expressions: column or attributes["key"] with = != > < >= <=,
+views runs, spans, tool_calls, scores. Filter expressions: column or attributes["key"] with = != > < >= <=,
 contains, exists, in (...), and/or/not, search("words"). Times: ISO 8601 or relative (24h, 7d).
 Every answer is bounded by max_chars; pass next_cursor back to read on."""
 
@@ -233,7 +233,7 @@ def build_server(api: SteplensApi) -> MCPServer:
 
     @tool
     async def sql(
-        query: Annotated[str, Field(description="One read-only SELECT over the views runs, spans, tool_calls.")],
+        query: Annotated[str, Field(description="One read-only SELECT over the views runs, spans, tool_calls, scores.")],
         limit: Annotated[int, Field(ge=1, le=5000, description="Rows per answer page.")] = 200,
         cursor: CursorArg = None, max_chars: MaxChars = DEFAULT_MAX_CHARS,
     ) -> dict[str, Any]:
