@@ -95,6 +95,10 @@ def read_page(
     order = [table.time_sql, "project", *table.keys]
     if after is not None:
         placeholders = ", ".join("?" for _ in order)
+        # the plain bound on time is implied by the row comparison, but only it lets DuckDB skip the row
+        # groups already exported by their zone maps (rows are stored roughly in time order), so a page
+        # costs what is left to export, not the whole table
+        where.add(f"{table.time_sql} >= ?", after.time)
         where.add(f"({', '.join(order)}) > ({placeholders})", after.time, after.project, *after.keys)
     select = ", ".join(f'"{c}"' for c in columns)
     marks = [TIME_COL, *(f"{KEY_PREFIX}{i}" for i in range(len(order) - 1))]
