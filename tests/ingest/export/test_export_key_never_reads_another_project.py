@@ -61,9 +61,10 @@ def test_export_key_never_reads_another_project(
                 assert rows and {row["trace_id"] for row in rows} <= a.trace_ids, (fmt, table, key)
                 assert all(row["project"] in ("A", None) for row in rows)
                 assert "agent_of_b" not in r.text and not any(t in r.text for t in b.trace_ids)
-                narrowed, rows_b = _rows(srv.http_url, key, table, fmt, project="B")  # narrows, never widens
-                assert narrowed.status_code == 200 and rows_b == []
-                assert narrowed.headers["x-steplens-export-rows"] == "0"
+                for other in ("B", "B' OR '1'='1", "A') OR (1=1", "%"):  # narrows, never widens; a value, not SQL
+                    narrowed, rows_b = _rows(srv.http_url, key, table, fmt, project=other)
+                    assert narrowed.status_code == 200 and rows_b == []
+                    assert narrowed.headers["x-steplens-export-rows"] == "0"
             _, everything = _rows(srv.http_url, "operator", table, fmt)
             assert {row["trace_id"] for row in everything} == (a.trace_ids | b.trace_ids if table != "scores" else
                                                               {s["trace_id"] for s in a.scores + b.scores})
