@@ -91,14 +91,14 @@ def _download(
                 detail = response.read().decode("utf-8", "replace")[:500]
                 raise _Refused(f"{table}: HTTP {response.status_code}: {detail}")
             announced = int(response.headers.get(ROWS_HEADER, "0") or 0)
-            task = progress.add_task(table, total=max(announced, 1))
+            task = progress.add_task(table, total=announced)
             size = 0
             with part.open("wb") as sink:
                 for chunk in response.iter_bytes():
                     sink.write(chunk)
                     size += len(chunk)
                     progress.update(task, advance=_rows_in(chunk, fmt), description=f"{table} ({size:,} bytes)")
-            progress.update(task, completed=max(announced, 1), description=table)
+            progress.update(task, completed=announced, description=table)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
