@@ -111,8 +111,21 @@ def run_header(run: dict[str, Any] | None, trace_id: str) -> str:
     return " ".join(parts)
 
 
+def score_lines(trace: dict[str, Any], field_chars: int) -> list[str]:
+    """One line per score of the trace (oldest first, as the API lists them): how people, judges and
+    rules rated this run is often the reason it is being looked at."""
+    out = []
+    for score in trace.get("scores") or []:
+        target = f" span {score['span_id']}" if score.get("span_id") else ""
+        comment = f": {clip(_text(score['comment']), field_chars)}" if score.get("comment") else ""
+        out.append(f"score {score.get('name')}={score.get('value')} ({score.get('source')}"
+                   f"{', ' + str(score['author']) if score.get('author') else ''}){target}{comment}")
+    return out
+
+
 def transcript_lines(trace: dict[str, Any], field_chars: int) -> list[str]:
-    """Every line of the transcript of `trace` (a `GET /api/traces/{id}` answer), header excluded."""
+    """Every line of the transcript of `trace` (a `GET /api/traces/{id}` answer), header excluded:
+    its scores, then its spans."""
     spans = trace.get("spans") or []
     ids = {s["span_id"] for s in spans}
     children: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
@@ -121,7 +134,7 @@ def transcript_lines(trace: dict[str, Any], field_chars: int) -> list[str]:
         children[parent if parent in ids else None].append(span)
     for group in children.values():
         group.sort(key=lambda s: (s.get("start_time") or "", s.get("span_id")))
-    out: list[str] = []
+    out: list[str] = score_lines(trace, field_chars)
     stack = [(s, 0) for s in reversed(children[None])]
     while stack:  # depth-first, iterative: a 10,000-span trace must not hit the recursion limit
         span, depth = stack.pop()

@@ -80,6 +80,8 @@ def test_mcp_tools_answer_what_was_sent(world: dict[str, Any]) -> None:
     assert "refund order 1234 for the customer" in text and "refunded 750 EUR" in text
     assert 'tool refund({"amount": 750, "currency": "EUR"})' in text and "-> refund accepted" in text
     assert text.index("lookup_order") < text.index("tool refund(")  # steps in order
+    assert "score helpfulness=0.8 (api): good" in text  # how the run was rated, before its spans
+    assert text.index("score helpfulness") < text.index("\nagent invoke_agent refund_agent")
     failing = answer(mcp.call("get_trace", trace_id=sent.content[1].trace_id))["transcript"]
     assert "ok=False" in failing and "ERROR" in failing and "payment gateway timeout after 30 s" in failing
 
