@@ -38,8 +38,8 @@ _SESSION_AGGREGATES = """
     coalesce(sum(tool_calls), 0) AS tool_calls,
     coalesce(sum(tool_errors), 0) AS tool_errors,
     count(*) FILTER (WHERE ok = false) AS failures,
-    list_sort(list(DISTINCT user_id) FILTER (WHERE user_id IS NOT NULL)) AS users,
-    list_sort(list(DISTINCT agent) FILTER (WHERE agent IS NOT NULL)) AS agents
+    coalesce(list_sort(list(DISTINCT user_id) FILTER (WHERE user_id IS NOT NULL)), []::VARCHAR[]) AS users,
+    coalesce(list_sort(list(DISTINCT agent) FILTER (WHERE agent IS NOT NULL)), []::VARCHAR[]) AS agents
 """
 
 TURN_COLUMNS = (
