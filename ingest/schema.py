@@ -591,6 +591,26 @@ CREATE TABLE IF NOT EXISTS upkeep_quarantine (
 )
 """
 
+# Saved views (GET/POST/PUT/DELETE /api/views, ingest/queries/views.py): a named filter + time range + page
+# of the dashboards, stored per project so a team shares it by URL. `filter` is the page's filter
+# expression (free text to this table), `since`/`until` are kept as given (a relative `24h` stays
+# relative), `params` the page's other query parameters. Written only on the store's writer thread.
+SAVED_VIEWS_DDL = """
+CREATE TABLE IF NOT EXISTS saved_views (
+    view_id      VARCHAR   NOT NULL,   -- uuid4 hex
+    project      VARCHAR   NOT NULL,
+    name         VARCHAR   NOT NULL,   -- unique per project
+    page         VARCHAR   NOT NULL,   -- the dashboards page it opens (runs, sessions, graph, ...)
+    filter       VARCHAR   NOT NULL,   -- the filter expression; '' for none
+    since        VARCHAR,              -- ISO 8601 or relative (24h, 7d); NULL: the page's default
+    until        VARCHAR,
+    params       JSON      NOT NULL,   -- the page's other query parameters, {name: value}
+    created_by   VARCHAR,              -- the key's name (never the key)
+    created_at   TIMESTAMP NOT NULL,
+    updated_at   TIMESTAMP NOT NULL
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -607,5 +627,6 @@ MIGRATIONS: list[list[str]] = [
     [LOG_RECORDS_DDL],  # OTLP log records: GenAI events and evaluation results keyed to their spans
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
+    [SAVED_VIEWS_DDL],  # saved views of the dashboards, per project (/api/views)
 ]
 

@@ -382,6 +382,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api.alerts import build_alerts_router
     from ingest.api.approvals import build_approvals_router
     from ingest.api.regressions import build_regressions_router
+    from ingest.api.views import build_views_router
 
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults,
@@ -392,4 +393,5 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_alerts_router(alerts, store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_views_router(store, timeout_s=settings.query_timeout_s)),
     ]
