@@ -30,6 +30,7 @@ _PAGE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 MAX_PARAMS = 50
 _TIME_KEYS = frozenset({"filter", "since", "until"})
+ALL_TIME = "all"  # the dashboards' "whole history"
 
 
 class ViewIn(BaseModel):
@@ -40,7 +41,8 @@ class ViewIn(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     page: str = Field(description="The dashboards page it opens: runs, sessions, graph, search, ...")
     filter: str = Field("", max_length=4096, description="Filter expression of the page ('' for none).")
-    since: str | None = Field(None, max_length=64, description="ISO 8601 or relative (24h, 7d): kept as given.")
+    since: str | None = Field(None, max_length=64,
+                              description="ISO 8601, relative (24h, 7d) or `all` (no bound): kept as given.")
     until: str | None = Field(None, max_length=64)
     params: dict[str, str] = Field(default_factory=dict, description="Other query parameters: agent, version, mode...")
     project: str | None = Field(None, max_length=200, description="Only without API keys: the project it belongs to.")
@@ -64,7 +66,8 @@ class ViewIn(BaseModel):
     def _time(cls, v: str | None) -> str | None:
         if v is None or not v.strip():
             return None
-        parse_time(v)  # a time the pages could not apply is refused now, not when the view is opened
+        if v.strip() != ALL_TIME:
+            parse_time(v)  # a time the pages could not apply is refused now, not when the view is opened
         return v.strip()
 
     @field_validator("params")
