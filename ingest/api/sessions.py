@@ -167,7 +167,7 @@ def add_session_routes(
         return SessionsPage(sessions=[SessionSummary.model_validate(r) for r in rows],
                             next=_encode(nxt) if nxt else None)  # fmt: skip
 
-    @router.get("/sessions/{session_id}", response_model=Session,
+    @router.get("/sessions/{session_id:path}", response_model=Session,
                 summary="One session: its runs in order with per-turn totals and the transcript",
                 responses={404: {"description": "no such session in the projects this key reads"}})
     def get_session(

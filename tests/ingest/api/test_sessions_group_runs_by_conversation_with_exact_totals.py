@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -21,6 +22,7 @@ from tracer import conventions as c
 KEY_A, KEY_B = "sessions-key-a-0123456789", "sessions-key-b-0123456789"
 WINDOW = {"since": (T0 - timedelta(days=1)).isoformat(), "until": (T0 + timedelta(days=1)).isoformat()}
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "frameworks"
+ODD = "thread/7 #a?b%2F"  # a conversation id is any string: slashes, spaces, URL syntax
 
 
 def _told_run(emitter: Emitter, conversation: str, user: str, task: str, answer: str, start: Any) -> str:
@@ -46,18 +48,19 @@ def world(make_server: Any) -> dict[str, Any]:
     c2 = [emitter.run(RunSpec(start=T0 + timedelta(minutes=10 + i), steps=2, conversation="conv-2", user=user))
           for i, user in enumerate(("u2", "u3"))]  # fmt: skip
     lone = emitter.run(RunSpec(start=T0 + timedelta(minutes=20)))  # no conversation: in no session
+    odd = emitter.run(RunSpec(start=T0 - timedelta(hours=1), conversation=ODD))
     told = [_told_run(emitter, "conv-told", "u4", f"question {i}", f"answer {i}", T0 + timedelta(minutes=30 + i))
             for i in range(2)]  # fmt: skip
     server.send(emitter.request(), key=KEY_A)
     b_run = emitter.run(RunSpec(start=T0 + timedelta(minutes=5), agent="agent_of_b", conversation="conv-1", user="ub"))
     server.send(emitter.request(), key=KEY_B)
-    return {"server": server, "c1": c1, "c2": c2, "lone": lone, "told": told, "b_run": b_run}
+    return {"server": server, "c1": c1, "c2": c2, "lone": lone, "told": told, "b_run": b_run, "odd": odd}
 
 
 def test_list_totals_order_paging_and_user_filter(world: dict[str, Any]) -> None:
     server = world["server"]
     page = server.get("/api/sessions", key=KEY_A, **WINDOW).json()
-    assert [s["session_id"] for s in page["sessions"]] == ["conv-told", "conv-2", "conv-1"]
+    assert [s["session_id"] for s in page["sessions"]] == ["conv-told", "conv-2", "conv-1", ODD]
     assert page["next"] is None
     one = next(s for s in page["sessions"] if s["session_id"] == "conv-1")
     runs = world["c1"]
@@ -79,7 +82,7 @@ def test_list_totals_order_paging_and_user_filter(world: dict[str, Any]) -> None
         cursor = got["next"]
         if cursor is None:
             break
-    assert seen == ["conv-told", "conv-2", "conv-1"]
+    assert seen == ["conv-told", "conv-2", "conv-1", ODD]
     assert [s["session_id"] for s in server.get("/api/sessions", key=KEY_A, user="u3", **WINDOW).json()["sessions"]] \
         == ["conv-2"]
     assert server.get("/api/sessions", key=KEY_A, cursor="not-a-cursor", **WINDOW).status_code == 400
@@ -94,6 +97,9 @@ def test_one_session_has_its_turns_in_order_with_a_transcript(world: dict[str, A
     assert [t["ok"] for t in session["turns"]] == [True, False, True]
     assert session["turns_total"] == session["runs"] == 3 and session["failures"] == 1
     assert session["input_tokens"] == 600 and session["users"] == ["u1"]
+
+    odd = server.get(f"/api/sessions/{quote(ODD, safe='')}", key=KEY_A).json()
+    assert odd["session_id"] == ODD and [t["trace_id"] for t in odd["turns"]] == [world["odd"].trace_id]
 
     told = server.get("/api/sessions/conv-told", key=KEY_A).json()
     assert [(t["input"], t["output"]) for t in told["turns"]] == [("question 0", "answer 0"), ("question 1", "answer 1")]
