@@ -12,6 +12,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -162,7 +163,7 @@ def add_session_routes(
     ) -> SessionsPage:
         after = _decode(params.cursor) if params.cursor else None
         common = params.to_filters(access)
-        filters = SessionFilters(**{f: getattr(common, f) for f in common.__dataclass_fields__}, user=params.user)
+        filters = SessionFilters(**asdict(common), user=params.user)
         rows, nxt = run_read(store, lambda cur: list_sessions(cur, filters, params.limit, after), timeout_s)
         return SessionsPage(sessions=[SessionSummary.model_validate(r) for r in rows],
                             next=_encode(nxt) if nxt else None)  # fmt: skip

@@ -100,3 +100,20 @@ def test_saved_view_link_restores_its_filters(start_ingest_server: Any, ui_env: 
     assert list(at.dataframe[0].value["session"]) == ["conv-1"]  # since=all and user=u1 restored
     assert at.query_params.get("user") in ("u1", ["u1"]) and "view" not in at.query_params
     assert ("sessions", f"view={made.json()['view_id']}") in _links(at)  # the sidebar lists the view
+
+
+def test_saving_a_view_from_the_sidebar_stores_the_pages_url_state(start_ingest_server: Any, ui_env: Any) -> None:
+    srv, _ = _load(start_ingest_server)
+    ui_env(srv.http_url)
+    at = open_page("sessions", {**ALL, "user": "u1", "agent": "support_agent"})
+    assert not at.exception
+    (name,) = [t for t in at.sidebar.text_input if t.label == "Save this view as"]
+    name.input("support u1")
+    (save,) = [b for b in at.sidebar.button if b.label == "Save view"]
+    at = save.click().run()
+    assert not at.exception
+    (view,) = httpx.get(srv.http_url + "/api/views").json()["views"]
+    assert (view["name"], view["page"], view["since"]) == ("support u1", "sessions", "all")
+    assert view["params"]["user"] == "u1" and view["params"]["agent"] == "support_agent"
+    assert "saved support u1" in texts(at)
+    assert ("sessions", f"view={view['view_id']}") in _links(at)
