@@ -68,6 +68,7 @@ class SessionKey:
 def _where(f: SessionFilters) -> Where:
     where = runs_common_where(f)
     where.add("conversation_id IS NOT NULL")
+    where.add("start_time IS NOT NULL")  # a turn is placed in its conversation by its start
     return where
 
 
@@ -153,8 +154,14 @@ def turn_content(
         return {}
     ids = [t["trace_id"] for t in turns]
     roots = [t["root_span_id"] for t in turns if t["root_span_id"]]
-    lo = min((t["span_start"] or t["start_time"]) for t in turns if (t["span_start"] or t["start_time"]))
-    hi = max((t["span_end"] or t["end_time"] or t["start_time"]) for t in turns if (t["span_end"] or t["end_time"] or t["start_time"]))
+    starts = [t["span_start"] or t["start_time"] for t in turns if t["span_start"] or t["start_time"]]
+    ends = [t["span_end"] or t["end_time"] or t["start_time"] for t in turns
+            if t["span_end"] or t["end_time"] or t["start_time"]]  # fmt: skip
+    out: dict[str, dict[str, Any]] = {t["trace_id"]: {"root": {}, "first_llm": {}, "last_llm": {}, "logs": []}
+                                      for t in turns}  # fmt: skip
+    if not starts or not ends:
+        return out
+    lo, hi = min(starts), max(ends)
     picked = ", ".join(f"json_extract_string(attributes, '{_json_path(k)}') AS \"{k}\"" for k in _CONTENT_KEYS)
     cur.execute(
         f"""
@@ -172,7 +179,6 @@ def turn_content(
         """,
         [Op.LLM.value, Op.LLM.value, project, lo - WINDOW_SLACK, hi + WINDOW_SLACK, ids, roots, Op.LLM.value, roots],
     )
-    out: dict[str, dict[str, Any]] = {tid: {"root": {}, "first_llm": {}, "last_llm": {}, "logs": []} for tid in ids}
     root_set = set(roots)
     for row in _rows(cur):
         content = {k: row[k] for k in _CONTENT_KEYS if row[k] is not None}
