@@ -2,7 +2,9 @@
 
 Why best effort over several places: every client records a run's input and answer differently.
 Our kernel puts `steplens.run.task` / `.answer` on the run span; OpenInference `input.value` /
-`output.value` on its top span; Traceloop `traceloop.entity.input` / `.output`; the OTel GenAI
+`output.value` on its top span; Traceloop `traceloop.entity.input` / `.output`; the Langfuse SDK
+`langfuse.observation.input` / `.output` (a decorated function's `{"args": [...], "kwargs": {...}}`:
+its first text argument is what was asked); the OTel GenAI
 conventions the messages on the LLM calls (`gen_ai.input.messages`, `gen_ai.output.messages`) or
 in logged events (`gen_ai.user.message`, `gen_ai.choice`, inference details). The first place
 that has text wins, top span first; a run that recorded no content (capture off) has none.
@@ -17,8 +19,10 @@ from tracer import conventions as c
 
 MAX_CHARS = 4000  # a transcript line is for reading; the trace page has the full content
 
-_ROOT_INPUT = (c.RUN_TASK, c.OI_INPUT_VALUE, c.TRACELOOP_ENTITY_INPUT, c.GEN_AI_INPUT_MESSAGES)
-_ROOT_OUTPUT = (c.RUN_ANSWER, c.OI_OUTPUT_VALUE, c.TRACELOOP_ENTITY_OUTPUT, c.GEN_AI_OUTPUT_MESSAGES)
+_ROOT_INPUT = (c.RUN_TASK, c.OI_INPUT_VALUE, c.TRACELOOP_ENTITY_INPUT, c.LANGFUSE_OBSERVATION_INPUT,
+               c.GEN_AI_INPUT_MESSAGES)  # fmt: skip
+_ROOT_OUTPUT = (c.RUN_ANSWER, c.OI_OUTPUT_VALUE, c.TRACELOOP_ENTITY_OUTPUT, c.LANGFUSE_OBSERVATION_OUTPUT,
+                c.GEN_AI_OUTPUT_MESSAGES)  # fmt: skip
 _LLM_INPUT = (c.GEN_AI_INPUT_MESSAGES, c.OI_INPUT_VALUE)
 _LLM_OUTPUT = (c.GEN_AI_OUTPUT_MESSAGES, c.OI_OUTPUT_VALUE)
 _TEXT_FIELDS = ("content", "text", "input", "output", "query", "question", "answer", "result")
@@ -73,6 +77,9 @@ def _value_text(value: Any, role: str) -> str | None:
     if isinstance(value, dict):
         if isinstance(value.get("messages"), list):
             return _message_text(value["messages"], role)
+        if isinstance(value.get("args"), list) and isinstance(value.get("kwargs", {}), dict):  # a decorated call
+            texts = [a for a in (*value["args"], *value.get("kwargs", {}).values()) if isinstance(a, str)]
+            return texts[0] if texts else None
         for key in _TEXT_FIELDS:
             if isinstance(value.get(key), str):
                 return value[key]

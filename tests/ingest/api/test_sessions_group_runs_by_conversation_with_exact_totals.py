@@ -141,3 +141,30 @@ def test_captured_adk_runs_are_sessions_with_what_the_user_asked_and_the_agent_a
         assert turn["input"] == "Weather and time in Paris?"  # the capture script's user message
     tool_error = next(r for r in spec["runs"] if r["scenario"] == "tool_error")
     assert by_trace[tool_error["trace_id"]][1]["output"] == "Paris is sunny at 21 C; the time service is down."
+
+
+def test_captured_langfuse_runs_of_one_session_id_are_one_session_with_their_transcript(server: Any) -> None:
+    """The Langfuse SDK's `propagate_attributes(session_id=...)` puts `session.id` on every observation: its
+    three captured runs (tool_error, llm_error, turn_limit) are the turns of one session, in the order they
+    ran, each asked what the capture script asked (the decorated agent's first argument)."""
+    spec = json.loads((FIXTURES / "langfuse_sdk" / "manifest.json").read_text())
+    for body in spec["bodies"]:
+        headers = {"Content-Type": body["content_type"]}
+        if body.get("content_encoding"):
+            headers["Content-Encoding"] = body["content_encoding"]
+        with server.client() as client:
+            assert client.post(body["path"], content=(FIXTURES / "langfuse_sdk" / body["file"]).read_bytes(),
+                               headers=headers).status_code == 200  # fmt: skip
+    assert server.store.wait_loaded(60)
+    session = server.get("/api/sessions/capture-session").json()
+    runs = {r["trace_id"]: r for r in spec["runs"]}
+    assert sorted(t["trace_id"] for t in session["turns"]) == sorted(runs)
+    starts = [t["start_time"] for t in session["turns"]]
+    assert starts == sorted(starts)
+    assert session["input_tokens"] == sum(r["input_tokens"] for r in spec["runs"])
+    assert session["failures"] == sum(1 for r in spec["runs"] if not r["ok"])
+    assert [t["input"] for t in session["turns"]] == ["Weather and time in Paris?"] * len(runs)
+    by_scenario = {runs[t["trace_id"]]["scenario"]: t for t in session["turns"]}
+    assert by_scenario["tool_error"]["output"] == "Paris is sunny at 21 C; the time service is down."
+    listed = server.get("/api/sessions", since="2000-01-01T00:00:00Z").json()["sessions"]
+    assert [(s["session_id"], s["runs"]) for s in listed] == [("capture-session", len(runs))]
