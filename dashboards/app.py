@@ -33,6 +33,8 @@ PAGES = [
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
     st.Page("views/approvals.py", title="Approvals", icon=":material/approval:", url_path="approvals"),
     st.Page("views/sql.py", title="SQL", icon=":material/terminal:", url_path="sql"),
+    st.Page("views/sessions.py", title="Sessions", icon=":material/forum:", url_path="sessions"),
+    st.Page("views/graph.py", title="Agent graph", icon=":material/hub:", url_path="graph"),
 ]
 
 page = st.navigation(PAGES)

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 from cachetools import TLRUCache
@@ -29,6 +30,7 @@ from dashboards.approvals_models import Approval, Approvals
 from dashboards.config import UISettings
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
+from dashboards.sessions_models import Graph, SavedView, SavedViews, Session, SessionsPage
 from dashboards.sql_models import SqlAnswer, SqlCatalog
 
 log = logging.getLogger(__name__)
@@ -292,6 +294,61 @@ class QueryClient:
         if response.status_code in (400, 413, 422):
             raise BadRequest(_detail(response), response.status_code)
         return self._check(response, "sql")
+    def sessions(self, filters: Filters = Filters(), *, user: str | None = None, limit: int = 50,
+                 cursor: str | None = None) -> SessionsPage:
+        """`GET /api/sessions`: runs grouped by conversation id, most recently active first."""
+        extra = {"user": user, "cursor": cursor}
+        params = {**filters.params(), "limit": limit, **{k: v for k, v in extra.items() if v}}
+        return self._model(SessionsPage, "/api/sessions", params)
+
+    def session(self, session_id: str, filters: Filters = Filters()) -> Session:
+        """`GET /api/sessions/{id}`: the session's turns and transcript (the id is URL-quoted)."""
+        if not session_id or len(session_id) > 512:
+            raise BadRequest("a session id is 1 to 512 characters", 400)
+        params = {k: v for k, v in filters.params().items() if k in ("project", "mode")}
+        return self._model(Session, f"/api/sessions/{quote(session_id, safe='')}", params, endpoint="sessions")
+
+    def graph(self, filters: Filters = Filters(), max_runs: int = 500) -> Graph:
+        """`GET /api/graph`: agents, tools and models of the filtered runs and who calls whom."""
+        return self._model(Graph, "/api/graph", {**filters.params(), "max_runs": max_runs})
+
+    def trace_graph(self, trace_id: str) -> Graph:
+        tid = trace_id.strip().lower()
+        if not _TRACE_ID.match(tid):
+            raise BadRequest(f"a trace id is 32 hexadecimal characters; got {trace_id[:80]!r}", 400)
+        return self._model(Graph, f"/api/traces/{tid}/graph", {}, endpoint="graph")
+
+    def saved_views(self) -> SavedViews:
+        """`GET /api/views`; never cached (a view just saved must be listed at once)."""
+        return SavedViews.model_validate(self._get("/api/views", {}, "views").json())
+
+    def saved_view(self, view_id: str) -> SavedView:
+        if not re.fullmatch(r"[0-9A-Za-z_-]{1,128}", view_id):  # keeps user text out of the URL path
+            raise BadRequest(f"not a saved view id: {view_id[:80]!r}", 400)
+        return SavedView.model_validate(self._get(f"/api/views/{view_id}", {}, "views").json())
+
+    def save_view(self, name: str, page: str, state: Mapping[str, str]) -> SavedView:
+        """`POST /api/views` with the page's current URL state (filter, since, until, the rest as params)."""
+        body = {"name": name, "page": page, "filter": state.get("filter", ""), "since": state.get("since"),
+                "until": state.get("until"),
+                "params": {k: v for k, v in state.items() if k not in ("filter", "since", "until", "view")}}
+        return SavedView.model_validate(self._write("post", "/api/views", body).json())
+
+    def delete_view(self, view_id: str) -> None:
+        if not re.fullmatch(r"[0-9A-Za-z_-]{1,128}", view_id):
+            raise BadRequest(f"not a saved view id: {view_id[:80]!r}", 400)
+        self._write("delete", f"/api/views/{view_id}", None)
+
+    def _write(self, method: str, path: str, body: Any) -> httpx.Response:
+        """A write: never cached or retried; 409 (a name taken) is an ApiError carrying the reason."""
+        try:
+            response = self._http.request(method.upper(), path, json=body)
+        except httpx.HTTPError as exc:
+            raise ApiUnavailable(f"cannot reach the steplens query API at {self.base_url} "
+                                 f"({type(exc).__name__}): {START_HINT}") from exc
+        if response.status_code == 409:
+            raise ApiError(_detail(response), 409)
+        return self._check(response, path.removeprefix("/api/").split("/")[0])
 
     # ------------------------------------------------------------------ plumbing
 

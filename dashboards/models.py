@@ -59,6 +59,7 @@ class Run(_Model):
     environment: str | None = None
     mode: str | None = None  # live, shadow, eval, replay; None: the client named none (live)
     user_id: str | None = None
+    conversation_id: str | None = None  # the session it is a turn of
     failure_signature: str | None = None
     span_count: int | None = None
     stop_reason_source: str | None = None

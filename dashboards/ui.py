@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 TRACE_PAGE = "views/trace.py"
 COMPARE_PAGE = "views/compare.py"
+SESSIONS_PAGE = "views/sessions.py"
 FILTER_KEYS = ("project", "since", "until", "agent", "version", "environment", "mode")
 TIME_RANGES = ("1h", "6h", "24h", "7d", "30d", "90d", "all")
 DEFAULT_RANGE = "24h"
@@ -84,7 +85,11 @@ def url_widget_value(key: str, default: str) -> None:
 
 
 def filters_sidebar() -> Filters:
-    """The common filters (design.md §4) as sidebar widgets whose values live in the URL."""
+    """The common filters (design.md §4) as sidebar widgets whose values live in the URL; a `?view=<id>`
+    in the URL first restores that saved view (dashboards/saved_views.py)."""
+    from dashboards.saved_views import restore_from_url  # imported here: saved_views imports this module
+
+    restore_from_url()
     url_widget_value("since", DEFAULT_RANGE)
     if st.session_state["w_since"] not in TIME_RANGES:
         st.session_state["w_since"] = st.session_state["keep_since"] = DEFAULT_RANGE

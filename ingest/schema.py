@@ -729,6 +729,26 @@ FROM ({EVALUATION_SCORES_SELECT.format(source=span_evaluation_events("spans"))})
 ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
 """
 
+# Saved views (GET/POST/PUT/DELETE /api/views, ingest/queries/views.py): a named filter + time range + page
+# of the dashboards, stored per project so a team shares it by URL. `filter` is the page's filter
+# expression (free text to this table), `since`/`until` are kept as given (a relative `24h` stays
+# relative), `params` the page's other query parameters. Written only on the store's writer thread.
+SAVED_VIEWS_DDL = """
+CREATE TABLE IF NOT EXISTS saved_views (
+    view_id      VARCHAR   NOT NULL,   -- uuid4 hex
+    project      VARCHAR   NOT NULL,
+    name         VARCHAR   NOT NULL,   -- unique per project
+    page         VARCHAR   NOT NULL,   -- the dashboards page it opens (runs, sessions, graph, ...)
+    filter       VARCHAR   NOT NULL,   -- the filter expression; '' for none
+    since        VARCHAR,              -- ISO 8601 or relative (24h, 7d); NULL: the page's default
+    until        VARCHAR,
+    params       JSON      NOT NULL,   -- the page's other query parameters, {name: value}
+    created_by   VARCHAR,              -- the key's name (never the key)
+    created_at   TIMESTAMP NOT NULL,
+    updated_at   TIMESTAMP NOT NULL
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -749,5 +769,6 @@ MIGRATIONS: list[list[str]] = [
     [SCORES_DDL, SCORE_CONFIGS_DDL],  # scores of runs, spans and sessions, and the API's score configs
     [EVALUATION_SCORES_BACKFILL],  # stored gen_ai.evaluation.result log records become scores
     [SPAN_EVALUATION_SCORES_BACKFILL],  # and so do the evaluation span events of stored spans
+    [SAVED_VIEWS_DDL],  # saved views of the dashboards, per project (/api/views)
 ]
 

@@ -385,6 +385,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api.regressions import build_regressions_router
     from ingest.api.scores import build_scores_router
     from ingest.api.sql import build_sql_router
+    from ingest.api.views import build_views_router
 
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults,
@@ -398,4 +399,5 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_sql_router(store, settings)),
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_export_router(store, timeout_s=settings.query_timeout_s, page_rows=settings.export_page_rows)),
+        ("/api", build_views_router(store, timeout_s=settings.query_timeout_s)),
     ]

@@ -422,6 +422,10 @@ LANGFUSE_ENVIRONMENT = "langfuse.environment"
 LANGFUSE_VERSION = "langfuse.version"
 LANGFUSE_RELEASE = "langfuse.release"
 LANGFUSE_LEVEL_ERROR = "ERROR"
+# Content of a Langfuse observation (JSON text of the decorated call's args/kwargs, or the value as
+# sent): read by ingest's session transcripts (ingest/api/transcript.py).
+LANGFUSE_OBSERVATION_INPUT = "langfuse.observation.input"
+LANGFUSE_OBSERVATION_OUTPUT = "langfuse.observation.output"
 
 # --------------------------------------------------------------------------------------------
 # OTLP log records (events) that ingest stores and attaches to their spans

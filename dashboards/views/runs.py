@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboards.saved_views import views_sidebar
 from dashboards.ui import (
     DEFAULT_MODE,
     TRACE_PAGE,
@@ -30,6 +31,7 @@ def _choice(name: str, options: tuple[str, ...], default: str) -> int:
 
 st.title("Runs")
 filters = filters_sidebar()
+views_sidebar("runs")
 cols = st.columns([1, 2, 2, 2, 1])
 status = cols[0].selectbox("Status", STATUSES, index=_choice("status", STATUSES, "all"))
 stop_reason = cols[1].selectbox("Stop reason", STOP_REASONS, index=_choice("stop_reason", STOP_REASONS, ""),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import charts
+from dashboards.graph_view import show_graph
 from dashboards.text import code, inert
 from dashboards.trace_view import (
     SOURCE_LABELS,
@@ -19,7 +20,17 @@ from dashboards.trace_view import (
     build_trace_view,
     score_rows,
 )
-from dashboards.ui import COMPARE_PAGE, DEFAULT_MODE, client, fmt_ms, fmt_usd, guard, param, set_param
+from dashboards.ui import (
+    COMPARE_PAGE,
+    DEFAULT_MODE,
+    SESSIONS_PAGE,
+    client,
+    fmt_ms,
+    fmt_usd,
+    guard,
+    param,
+    set_param,
+)
 
 STEPS_PER_PAGE = 20
 SPANS_PER_WINDOW = 300
@@ -164,7 +175,11 @@ with guard():
         more = f"\n\n… and {len(view.errors) - 20} more (see the Spans tab)" if len(view.errors) > 20 else ""
         st.error(f"**{len(view.errors)} span(s) with errors**\n\n" + "\n".join(lines) + more)
 
-    steps_tab, timeline_tab, budget_tab, spans_tab = st.tabs(["Steps", "Timeline", "Budget", "Spans"])
+    if run.conversation_id:
+        st.page_link(SESSIONS_PAGE, label=f"Session {inert(run.conversation_id)}",
+                     query_params={"session": run.conversation_id}, icon=":material/forum:")
+    steps_tab, timeline_tab, graph_tab, budget_tab, spans_tab = st.tabs(["Steps", "Timeline", "Graph", "Budget",
+                                                                         "Spans"])
     with steps_tab:
         if not view.steps:
             st.info("This trace has no step spans (it comes from another client or is not an agent run): "
@@ -185,6 +200,8 @@ with guard():
     with timeline_tab:
         offset = _pager("Span window", len(view.spans), SPANS_PER_WINDOW, "span_page")
         st.plotly_chart(charts.waterfall_figure(view.spans, offset, SPANS_PER_WINDOW), key="waterfall")
+    with graph_tab, guard():
+        show_graph(client().trace_graph(trace.trace_id), key="trace_graph", height=420)
     with budget_tab:
         st.plotly_chart(charts.budget_figure(view.budgets), key="budget")
         if view.limits:

@@ -22,6 +22,7 @@ from ingest.api.cost import add_cost_routes
 from ingest.api.diff import add_diff_routes
 from ingest.api.execute import ReadableStore
 from ingest.api.failures import add_failure_routes
+from ingest.api.graph import add_graph_routes
 from ingest.api.model_stats import add_model_routes
 from ingest.api.overview import add_overview_routes
 from ingest.api.prices import add_price_routes
@@ -29,6 +30,7 @@ from ingest.api.pricing import table_for
 from ingest.api.replanning import add_replanning_routes
 from ingest.api.runs import add_runs_routes
 from ingest.api.search import add_search_routes
+from ingest.api.sessions import add_session_routes
 from ingest.api.spans import add_span_routes
 from ingest.api.tools import add_tool_routes
 from ingest.api.traces import add_trace_routes
@@ -44,7 +46,7 @@ def build_query_router(
     prices: PriceTable | None = None,
 ) -> APIRouter:
     """Routes `/runs`, `/traces/{trace_id}`, `/overview`, `/failures`, `/tools`, `/cost`, `/diff`,
-    `/prices`, `/replanning`, `/models` reading through `store.read()`.
+    `/prices`, `/replanning`, `/models`, `/sessions`, `/graph` reading through `store.read()`.
 
     `timeout_s` only words the 504 message; the limit itself is enforced by the store's cursor.
     `prices` prices carry cost and is shown by `/prices`; by default the table ingest uses (bundled
@@ -66,4 +68,6 @@ def build_query_router(
     add_model_routes(router, store, read_access, timeout_s)
     add_span_routes(router, store, read_access, timeout_s)
     add_search_routes(router, store, read_access, timeout_s)
+    add_session_routes(router, store, read_access, timeout_s)
+    add_graph_routes(router, store, read_access, timeout_s)
     return router

@@ -33,6 +33,7 @@ from kernel.examples import ticket
 from kernel.examples.catalog import AGENTS, build_agent
 from kernel.examples.faults import FaultRates
 from kernel.examples.history import AGENT_WEIGHTS, PlannedRun, Story, plan_history
+from kernel.examples.sessions import assign_sessions
 from kernel.policy import Shadow
 from kernel.types import RunResult
 from tracer.clock import shifted
@@ -162,7 +163,7 @@ async def execute(plan: PlannedRun, latency_s: tuple[float, float] = (0.0, 0.0))
             scope.enter_context(telemetry.run_labels(eval_run_id=plan.eval_run_id, eval_case_id=f"case-{plan.index}"))
         token = ticket.CARRIER_LATENCY_S.set(plan.carrier_latency_s)
         try:
-            result = await built.agent.run(plan.task)
+            result = await built.agent.run(plan.task, conversation_id=plan.conversation_id, user_id=plan.user_id)
         finally:
             ticket.CARRIER_LATENCY_S.reset(token)
     injected: Counter[str] = Counter()
@@ -202,7 +203,7 @@ async def run_workload(
         story, planned = plan_history(runs, days, seed, end)
         plans = iter(planned)
     else:
-        plans = (plan_run(seed, index, faults) for index in release_order(runs, seed, faults))
+        plans = iter(assign_sessions([plan_run(seed, index, faults) for index in release_order(runs, seed, faults)], seed))
 
     async def worker() -> None:
         for plan in plans:

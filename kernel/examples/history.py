@@ -36,6 +36,7 @@ from itertools import accumulate
 
 from kernel.examples.catalog import AGENTS
 from kernel.examples.faults import FaultRates
+from kernel.examples.sessions import assign_sessions
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -170,6 +171,8 @@ class PlannedRun:
     mode: str = "live"
     carrier_latency_s: float = 0.0
     eval_run_id: str | None = None
+    conversation_id: str | None = None  # the session it is a turn of (kernel.examples.sessions)
+    user_id: str | None = None
 
 
 class _Slots:
@@ -230,4 +233,4 @@ def plan_history(runs: int, days: float, seed: int = 0, end: datetime | None = N
         plans.append(PlannedRun(index, agent, version, task, story.faults(agent, start), f"{seed}:{index}", start,
                                 mode, story.carrier_latency_s(start), eval_run_id))
     plans.sort(key=lambda p: (p.start, p.index))
-    return story, plans
+    return story, assign_sessions(plans, seed)

@@ -39,6 +39,7 @@ class Demo:
     trace_id: str  # a run of the released agent, with steps
     v1: str
     v2: str
+    session: str  # a multi-turn conversation of the demo
 
 
 def _one(url: str, **params: str) -> dict:
@@ -58,7 +59,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         assert server.store.wait_loaded(60)
         v1 = _one(server.http_url, agent=RELEASED_AGENT, version="v1", ok="true")
         v2 = _one(server.http_url, agent=RELEASED_AGENT, version="v2", ok="true")
-        yield Demo(server.http_url, v2["trace_id"], v1["trace_id"], v2["trace_id"])
+        sessions = httpx.get(f"{server.http_url}/api/sessions", params={"since": "30d", "limit": 1000}, timeout=30)
+        multi = [s["session_id"] for s in sessions.raise_for_status().json()["sessions"] if s["runs"] >= 2]
+        assert multi, "the demo history has no multi-turn session"
+        yield Demo(server.http_url, v2["trace_id"], v1["trace_id"], v2["trace_id"], multi[0])
     finally:
         thread.stop()
 
@@ -96,6 +100,9 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
         ("alerts", "", "Alerts", '[data-testid="stAlert"], [data-testid="stMetric"]'),
         ("approvals", "", "Approvals", '[data-testid="stAlert"], [data-testid="stMetric"]'),
         ("sql", "", "SQL", '[data-testid="stDataFrame"]'),
+        ("sessions", "?since=all", "Sessions", '[data-testid="stDataFrame"]'),
+        ("sessions", f"?session={demo.session}", "Sessions", '[data-testid="stChatMessage"]'),
+        ("graph", "?since=7d", "Agent graph", '[data-testid="stPlotlyChart"]'),
     ]
     assert {p for p, *_ in pages} >= {Path(v).stem for v in APP_PAGES} - {"overview"}, "a page is not opened"
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -110,6 +117,8 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
             ec.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'))
         )
         name = page or "overview"
+        if page == "sessions" and "session=" in query:
+            name += "-transcript"
         if page == "regressions":
             name += "-" + query.split("comparison=")[1].split("&")[0]
         if name in TREND_PAGES:  # plotly draws after the script run: wait for the charts' SVG
@@ -131,5 +140,9 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
             assert "Runs" in body and "Success rate" in body
         if page == "sql":  # the default query: runs per day and agent over the demo's 14 days
             assert "Rows" in body and "Download CSV" in body
+        if name == "sessions-transcript":
+            assert "turn 2" in body and "open this turn's trace" in body
+        if page == "graph":
+            assert "built from the newest" in body and "query_logistics" in body
         if page == "trace":
             assert "Step 1" in body and f"invoke_agent {RELEASED_AGENT}" in body and "live run" in body

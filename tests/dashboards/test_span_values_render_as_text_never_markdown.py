@@ -2,7 +2,8 @@
 
 The failure this covers: agent name and version, tool name, stop reason, `error.type`, status
 messages, the step action and approval fields were rendered as Markdown on the Failures, Trace,
-Compare and Approvals pages, so whoever could send a span could put links and remote images in front
+Compare and Approvals pages (and session ids, users and transcripts must not be on Sessions, nor
+agent and tool names in the Agent graph's plotly labels), so whoever could send a span could put links and remote images in front
 of a reviewer; the reviewer's browser fetched them (a tracking pixel that can carry data out).
 
 Planted here in every such field of real spans sent over OTLP: a link, an image, raw HTML, emphasis,
@@ -19,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -77,7 +79,9 @@ def _send_run(base: str, beacon: Beacon, start: datetime) -> str:
     v = beacon.value
     root = t.start_span(f"invoke_agent {v('agent')}", start_time=ns(start), attributes={
         c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: v("agent"),
-        c.GEN_AI_AGENT_VERSION: v("version"), c.RUN_OK: False, c.RUN_STOP_REASON: v("stop"), c.RUN_STEPS: 1})
+        c.GEN_AI_AGENT_VERSION: v("version"), c.RUN_OK: False, c.RUN_STOP_REASON: v("stop"), c.RUN_STEPS: 1,
+        c.GEN_AI_CONVERSATION_ID: v("conversation"), c.ENDUSER_ID: v("user"), c.RUN_TASK: v("task"),
+        c.RUN_ANSWER: v("answer")})
     ctx = trace.set_span_in_context(root)
     step = t.start_span("step 0", context=ctx, start_time=ns(start + timedelta(milliseconds=1)), attributes={
         c.STEP_INDEX: 0, c.STEP_KIND: v("kind"), c.STEP_ACTION: v("action"), c.STEP_PARSE: v("parse")})
@@ -128,6 +132,8 @@ def test_no_page_renders_a_span_value_as_markdown(start_ingest_server, beacon: B
         (f"compare?a={traces[0]}&b={traces[1]}", "Compare runs"), ("approvals?status=all", "Approvals"),
         ("alerts", "Alerts"), ("regressions?comparison=drift&since=all", "Regressions"),
         ("runs?since=all", "Runs"), ("?since=all", "Overview"),
+        ("sessions?since=all", "Sessions"), (f"sessions?since=all&session={quote(v('conversation'), safe='')}", "Sessions"),
+        ("graph?since=all", "Agent graph"),
     ]
     shown_literally = set()
     with ui_server(base, tmp_path) as ui, chromium(tmp_path) as driver:
@@ -149,4 +155,4 @@ def test_no_page_renders_a_span_value_as_markdown(start_ingest_server, beacon: B
                 shown_literally.add(title)
     assert beacon.hits == [], f"the browser fetched {beacon.hits} from a span value"
     # the values are there, as the text they are (not merely dropped)
-    assert {"Failures", "Trace", "Compare runs", "Approvals", "Alerts"} <= shown_literally, shown_literally
+    assert {"Failures", "Trace", "Compare runs", "Approvals", "Alerts", "Sessions"} <= shown_literally, shown_literally

@@ -52,7 +52,8 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
     for project, agent in (("A", "agent_of_project_a"), ("B", B_AGENT)):
         emitter = Emitter()
         runs = [emitter.run(RunSpec(agent=agent, start=T0 + timedelta(minutes=i), failing_tools=1, ok=i % 2 == 0,
-                                    stop_reason="finish" if i % 2 == 0 else "tool_error_exhausted"))
+                                    stop_reason="finish" if i % 2 == 0 else "tool_error_exhausted",
+                                    conversation=f"conversation-of-{project.lower()}"))
                 for i in range(4)]
         r = httpx.post(base + "/v1/traces", content=emitter.request().SerializeToString(),
                        headers={"content-type": "application/x-protobuf", "x-api-key": SECRET[f"ingest_{project.lower()}"]})
@@ -67,7 +68,11 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
         config = httpx.post(base + "/api/score-configs", headers={"x-api-key": key},
                             json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
         assert config.status_code == 200, config.text
-        ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"]}
+        view = httpx.post(base + "/api/views", headers={"x-api-key": key},
+                          json={"name": f"view of {project}", "page": "runs", "filter": f"agent = {agent}"})
+        assert view.status_code == 201, view.text
+        ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"],
+                        "view": view.json()["view_id"]}
     assert srv.store.wait_loaded(30)
     return {"base": base, "ids": ids, "srv": srv}
 
@@ -79,8 +84,8 @@ def _call(world: dict[str, Any], method: str, path: str, key: str | None, **kw: 
 
 def _b_markers(world: dict[str, Any]) -> list[str]:
     b = world["ids"]["B"]
-    return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], *b["traces"], "score_of_project_b",
-            "config_of_project_b"]
+    return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], b["view"], "conversation-of-b",
+            "view of B", *b["traces"], "score_of_project_b", "config_of_project_b"]
 
 
 # (method, path template) -> (scope needed, how to call it for project A's key, for B's id)
@@ -115,6 +120,15 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("post", "/api/sql"): ("read", {"json": {"sql": "SELECT agent, trace_id FROM runs UNION ALL "
                                                 "SELECT agent_name, trace_id FROM spans"}}),
         ("get", "/api/sql/views"): ("read", {}),
+        ("get", "/api/sessions"): ("read", {"params": WINDOW}),
+        ("get", "/api/sessions/{session_id}"): ("read", {"path": {"session_id": "conversation-of-b"}}),
+        ("get", "/api/graph"): ("read", {"params": WINDOW}),
+        ("get", "/api/traces/{trace_id}/graph"): ("read", {"path": {"trace_id": b["traces"][0]}}),
+        ("get", "/api/views"): ("read", {}),
+        ("post", "/api/views"): ("read", {"json": {"name": "a view", "page": "runs"}}),
+        ("get", "/api/views/{view_id}"): ("read", {"path": {"view_id": b["view"]}}),
+        ("put", "/api/views/{view_id}"): ("read", {"path": {"view_id": b["view"]}, "json": {"name": "x", "page": "runs"}}),
+        ("delete", "/api/views/{view_id}"): ("read", {"path": {"view_id": b["view"]}}),
         ("get", "/metrics"): ("operator", {}),
         ("get", "/readyz"): ("any", {}),
         ("get", "/healthz"): ("open", {}),
@@ -167,11 +181,13 @@ def test_each_key_gets_its_scope_and_never_another_projects_data(world: dict[str
             asked = {*how.get("path", {}).values(), *map(str, how.get("params", {}).values())}
             leaked = [m for m in markers if m in r.text and m not in asked]
             assert not leaked, f"{where} answered project B's {leaked}"
-            if "{" in template or template == "/api/diff":  # B's trace / approval by id: as if absent
+            if "{" in template or template == "/api/diff":  # B's trace / approval / view by id: as if absent
                 assert r.status_code == 404, f"{where}: {r.status_code}"
     if key is not None and KEYS[key][0] == "A":  # approve/reject/expire above all went to B's approval
         b_approval = _call(world, "GET", f"/api/approvals/{world['ids']['B']['approval']}", "admin_b").json()
         assert b_approval["status"] == "pending"
+        b_view = _call(world, "GET", f"/api/views/{world['ids']['B']['view']}", "admin_b")
+        assert b_view.status_code == 200 and b_view.json()["name"] == "view of B"  # A's PUT/DELETE changed nothing
 
 
 def test_operator_sees_every_project_and_admin_only_its_own(world: dict[str, Any]) -> None:
