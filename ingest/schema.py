@@ -591,6 +591,66 @@ CREATE TABLE IF NOT EXISTS upkeep_quarantine (
 )
 """
 
+# Annotation queues (ingest/queues/): a queue's definition and watermark, its items (one per run that
+# entered), the person holding an item (a lease), and each person's decision on an item (labelled with
+# the values written as scores, or skipped). No keys, like every table here: the writer thread inserts
+# only after an anti-join (ingest/queues/fill.py, items.py).
+QUEUES_MIGRATION = [
+    """
+    CREATE TABLE IF NOT EXISTS annotation_queues (
+        project          VARCHAR   NOT NULL,
+        name             VARCHAR   NOT NULL,
+        description      VARCHAR,
+        filter           JSON      NOT NULL,   -- ingest.queues.model.QueueFilter
+        sampling_rate    DOUBLE    NOT NULL,
+        score_configs    VARCHAR[] NOT NULL,
+        assignees        VARCHAR[] NOT NULL,
+        labels_per_item  INTEGER   NOT NULL,
+        lease_s          INTEGER   NOT NULL,
+        declared         BOOLEAN   NOT NULL,   -- from steplens.toml: the file owns it
+        watermark        TIMESTAMP NOT NULL,   -- runs updated after this are still to be looked at
+        created_at       TIMESTAMP NOT NULL,
+        created_by       VARCHAR,
+        updated_at       TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_items (
+        project    VARCHAR   NOT NULL,
+        queue      VARCHAR   NOT NULL,
+        trace_id   VARCHAR   NOT NULL,
+        run_start  TIMESTAMP,
+        added_at   TIMESTAMP NOT NULL,
+        source     VARCHAR   NOT NULL,          -- live | backfill
+        status     VARCHAR   NOT NULL,          -- pending | done | skipped (in progress: a live claim)
+        decided_at TIMESTAMP
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_claims (
+        project     VARCHAR   NOT NULL,
+        queue       VARCHAR   NOT NULL,
+        trace_id    VARCHAR   NOT NULL,
+        user_name   VARCHAR   NOT NULL,
+        claimed_at  TIMESTAMP NOT NULL,
+        lease_until TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_labels (
+        project    VARCHAR   NOT NULL,
+        queue      VARCHAR   NOT NULL,
+        trace_id   VARCHAR   NOT NULL,
+        user_name  VARCHAR   NOT NULL,
+        decision   VARCHAR   NOT NULL,          -- labelled | skipped
+        "values"   JSON,                        -- {config name: value} as submitted (and scored)
+        score_ids  JSON,                        -- {config name: score id}
+        comment    VARCHAR,
+        decided_at TIMESTAMP NOT NULL
+    )
+    """,
+]
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -607,5 +667,6 @@ MIGRATIONS: list[list[str]] = [
     [LOG_RECORDS_DDL],  # OTLP log records: GenAI events and evaluation results keyed to their spans
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
+    QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
 ]
 
