@@ -28,13 +28,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ingest.config import Settings
 from ingest.errors import ConfigError, Forbidden, IngestError, Unauthenticated
 
-ALL_SCOPES: frozenset[str] = frozenset({"ingest", "read", "admin", "operator"})
-# What each scope grants besides itself. `admin` acts within its key's project only (decide approvals,
-# evaluate that project's alert rules); `operator` is the one explicit cross-project scope (every
+ALL_SCOPES: frozenset[str] = frozenset({"ingest", "read", "admin", "operator", "annotate"})
+# What each scope grants besides itself. `annotate` writes scores (people labelling runs, an app's
+# feedback endpoint) and nothing else. `admin` acts within its key's project only (decide approvals,
+# evaluate that project's alert rules, declare score configs); `operator` is the one explicit cross-project scope (every
 # project's data, server-wide /metrics). A key never gains another project through any other scope.
 IMPLIED_SCOPES: dict[str, frozenset[str]] = {
-    "admin": frozenset({"ingest", "read"}),
-    "operator": frozenset({"ingest", "read", "admin"}),
+    "admin": frozenset({"ingest", "read", "annotate"}),
+    "operator": frozenset({"ingest", "read", "admin", "annotate"}),
 }
 OPEN_PATHS: frozenset[str] = frozenset({"/healthz"})
 

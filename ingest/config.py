@@ -23,8 +23,9 @@ from pydantic_settings import (
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
 from ingest.otlp.limits import AttributeLimits
 from ingest.queues.model import DeclaredQueue
+from ingest.scores.configs import ScoreConfig, check_file_configs
 
-Scope = Literal["ingest", "read", "admin", "operator"]
+Scope = Literal["ingest", "read", "admin", "operator", "annotate"]
 DUCKDB_VECTOR_SIZE = 2048
 
 MIB = 1024 * 1024
@@ -39,9 +40,9 @@ class ApiKey(BaseModel):
     project: str = Field(description="Project every span sent with this key belongs to.")
     scopes: list[Scope] = Field(
         default_factory=lambda: ["ingest", "read"],
-        description="ingest (send spans, register approvals), read (query the key's project), admin (also decide "
-        "the project's approvals and evaluate its alert rules), operator (every project and /metrics; give it only "
-        "to the people who run the server).",
+        description="ingest (send spans, register approvals), read (query the key's project), annotate (write "
+        "scores), admin (also annotate, decide the project's approvals, evaluate its alert rules, declare score "
+        "configs), operator (every project and /metrics; give it only to the people who run the server).",
     )
 
 
@@ -155,6 +156,20 @@ class Settings(BaseSettings):
         description="Seconds between the passes that add arriving runs to annotation queues (a run enters about "
         "this long after its outcome is stored).",
     )
+
+    scores: list[ScoreConfig] = Field(
+        default_factory=list,
+        description="Score configs (`[[scores]]`: name, data_type, min/max, categories, description, optional "
+        "project); a score breaking its config is refused with 422. See the README's Scores section.",
+    )
+    scores_strict: bool = Field(
+        False, description="Refuse (422) a score whose name has no config; by default it is stored with its type inferred."
+    )
+
+    @model_validator(mode="after")
+    def _score_configs(self) -> Settings:
+        check_file_configs(self.scores)
+        return self
 
     @model_validator(mode="after")
     def _row_group_size(self) -> Settings:

@@ -90,6 +90,13 @@ class IngestMetrics:
         self.logs_deduplicated = Counter(
             "steplens_logs_deduplicated", "Log records dropped as duplicates of stored ones.", registry=r
         )
+        self.scores_written = Counter(
+            "steplens_scores_written", "Scores committed to DuckDB (new, or replacing an older one of the same id).",
+            registry=r,
+        )
+        self.scores_rejected = Counter(
+            "steplens_scores_rejected", "Scores refused or set aside after the ack, by reason.", ["reason"], registry=r
+        )
         # Input limits (design.md §3 "Input limits"): what was changed at the door or while normalizing.
         self.values_out_of_range = Counter(
             "steplens_values_out_of_range",

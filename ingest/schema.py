@@ -591,6 +591,48 @@ CREATE TABLE IF NOT EXISTS upkeep_quarantine (
 )
 """
 
+# Scores (ingest/scores/): judgments of a run (trace_id), a span (trace_id + span_id) or a session.
+# One row per (project, score_id): the loader (ingest/store/scores_load.py) replaces a row only with a
+# newer created_at, so a retry stores one and a person's changed label wins. No ART index (see the
+# module doc); lookups by trace compare `trace_key` (as trace_index does) and rows are appended in
+# load order, close to created_at order, so zone maps skip old row groups for time filters. The
+# run's agent/version/mode are joined from `runs` when read (ingest/queries/scores.py says why).
+SCORES_DDL = """
+CREATE TABLE IF NOT EXISTS scores (
+    project       VARCHAR   NOT NULL,
+    score_id      VARCHAR   NOT NULL,
+    name          VARCHAR   NOT NULL,
+    data_type     VARCHAR   NOT NULL,   -- numeric | boolean | categorical
+    value_numeric DOUBLE,               -- numeric value; boolean as 1/0
+    value_label   VARCHAR,              -- categorical label; boolean as 'true'/'false'
+    comment       VARCHAR,
+    source        VARCHAR   NOT NULL,   -- human | api | judge | rule | eval | client
+    author        VARCHAR,
+    created_at    TIMESTAMP NOT NULL,   -- when it was scored (UTC)
+    trace_id      VARCHAR,              -- the run's trace (NULL for a session score)
+    trace_key     BIGINT,               -- ingest.schema.trace_key_sql(trace_id)
+    span_id       VARCHAR,              -- a span of that trace
+    session_id    VARCHAR,              -- a conversation/session
+    metadata      JSON,
+    ingested_at   TIMESTAMP NOT NULL
+)
+"""
+
+# Score configs declared through the API (`POST /api/score-configs`), per project; the steplens.toml
+# `[[scores]]` ones live in the settings and are never copied here.
+SCORE_CONFIGS_DDL = """
+CREATE TABLE IF NOT EXISTS score_configs (
+    project     VARCHAR   NOT NULL,
+    name        VARCHAR   NOT NULL,
+    data_type   VARCHAR   NOT NULL,
+    min_value   DOUBLE,
+    max_value   DOUBLE,
+    categories  VARCHAR[],
+    description VARCHAR,
+    updated_at  TIMESTAMP NOT NULL,
+    updated_by  VARCHAR
+)
+"""
 # Annotation queues (ingest/queues/): a queue's definition and watermark, its items (one per run that
 # entered), the person holding an item (a lease), and each person's decision on an item (labelled with
 # the values written as scores, or skipped). No keys, like every table here: the writer thread inserts
@@ -667,6 +709,7 @@ MIGRATIONS: list[list[str]] = [
     [LOG_RECORDS_DDL],  # OTLP log records: GenAI events and evaluation results keyed to their spans
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
+    [SCORES_DDL, SCORE_CONFIGS_DDL],  # scores of runs, spans and sessions, and the API's score configs
     QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
 ]
 

@@ -81,8 +81,9 @@ def replay(settings: Settings, log: Console) -> ReplayReport:
         for d in dead:
             try:
                 kind, project, payload = deadletter.read_record(directory / f"{d.stem}.rec")
-                request = (
+                request: object = (
                     ExportLogsServiceRequest.FromString(payload) if kind is RecordKind.LOGS
+                    else payload if kind is RecordKind.SCORES  # JSON scores: the store parses them again
                     else ExportTraceServiceRequest.FromString(payload)
                 )
             except Exception as exc:  # noqa: BLE001 - reported per record; the files stay where they are
@@ -92,6 +93,8 @@ def replay(settings: Settings, log: Console) -> ReplayReport:
             before = store.stats()
             if isinstance(request, ExportLogsServiceRequest):
                 store.submit_logs_blocking(project, request, timeout=60)
+            elif isinstance(request, bytes):
+                store.submit_score_payload_blocking(project, request, timeout=60)
             else:
                 store.submit_blocking(project, request, timeout=60)
             if not store.wait_loaded(120):

@@ -40,7 +40,7 @@ import duckdb
 import pyarrow as pa
 
 from ingest.schema import trace_key_sql
-from ingest.store import logs_load, upkeep
+from ingest.store import logs_load, scores_load, upkeep
 from ingest.store.run_sql import (
     FAILURE_SIGNATURE_SQL,
     ROOT_AGENT,
@@ -305,6 +305,8 @@ class LoadResult:
     inserted: int
     logs_received: int = 0  # log records (ingest/store/logs_load.py) of the same transaction
     logs_inserted: int = 0
+    scores_received: int = 0  # scores (ingest/store/scores_load.py) of the same transaction
+    scores_written: int = 0  # new or replacing rows
 
     @property
     def duplicates(self) -> int:
@@ -336,12 +338,13 @@ def load_batch(
     position: Position,
     now: datetime,
     logs: pa.Table | None = None,
+    scores: pa.Table | None = None,
 ) -> LoadResult:
     """Insert `table`'s new spans, merge runs, queue upkeep and record `position`, atomically.
 
     `table` has exactly SPANS_DDL's columns (or is None/empty: only the position moves, which is
     how records that normalized to nothing still advance the mark). `logs`: log record rows of the
-    same spool batch, inserted in the same transaction.
+    same spool batch, inserted in the same transaction; `scores`: its scores, likewise.
     """
     received = 0 if table is None else table.num_rows
     conn.execute("BEGIN TRANSACTION")
@@ -379,6 +382,7 @@ def load_batch(
             for statement in _CLEANUP:
                 conn.execute(statement)
         logs_inserted = logs_load.insert_logs(conn, logs) if logs is not None else 0
+        scores_written = scores_load.insert_scores(conn, scores) if scores is not None else 0
         _set_position(conn, position, now)
         conn.execute("COMMIT")
     except BaseException:
@@ -389,6 +393,8 @@ def load_batch(
         inserted=int(inserted),
         logs_received=0 if logs is None else logs.num_rows,
         logs_inserted=logs_inserted,
+        scores_received=0 if scores is None else scores.num_rows,
+        scores_written=scores_written,
     )
 
 

@@ -7,7 +7,8 @@ loader replays these records into DuckDB at its own pace and records how far it 
 Segment layout: an 8-byte magic, then records. A record is
 `u32 kind_and_length | u32 crc32(those 4 bytes + body) | body`, body = `u16 project_length | project |
 serialized export request`. The top 4 bits of the first word are the record's kind (`RecordKind`:
-0 = an ExportTraceServiceRequest, 1 = an ExportLogsServiceRequest), the low 28 bits the body length.
+0 = an ExportTraceServiceRequest, 1 = an ExportLogsServiceRequest, 2 = a JSON batch of scores,
+ingest/store/scores_load.py), the low 28 bits the body length.
 Kind 0 is exactly the original trace-only format (whose bodies never reached 2^28 bytes), so spools
 written before logs existed replay unchanged, and the kind is covered by the CRC like the length. A crash can leave a torn or zero-filled tail; the reader
 stops at the first record that does not check out. The writer never appends to a segment that
@@ -45,6 +46,7 @@ class RecordKind(IntEnum):
 
     TRACES = 0
     LOGS = 1
+    SCORES = 2  # a JSON batch of resolved scores (ingest/store/scores_load.py)
 
 
 class SpoolCorruption(ValueError):

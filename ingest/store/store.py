@@ -9,7 +9,8 @@ raises Overloaded instead of queueing or dropping. A request larger than one pie
 or 8 MiB, ingest/store/split.py) goes in pieces, each waiting for room while the loader drains the
 ones before it, and a piece bigger than the whole limit still goes in when nothing else waits: no
 valid body gets 503 forever. OTLP log records (`submit_logs`) take the same path as spool records
-of kind LOGS (ingest/store/logs_load.py).
+of kind LOGS (ingest/store/logs_load.py), scores (`submit_score_payload`, called by
+ingest/scores/submit.py) as records of kind SCORES (ingest/store/scores_load.py).
 
 A full disk (or an I/O error) is a 503, never a 500 and never a lost ack: a spool write that fails
 answers StorageUnavailable (retry), and for `retry_after_s` after it, or while the writer reports the
@@ -504,6 +505,35 @@ class SpanStore:
         except OSError as exc:
             raise self._unavailable(exc) from exc
 
+    def _prepare_scores(self, project: str, payload: bytes) -> LoadItem:
+        """`_prepare` for a scores payload (ingest/store/scores_load.py): rows built before the ack."""
+        from ingest.store import scores_load
+
+        try:
+            table: pa.Table | None = scores_load.normalize(project, payload, utcnow())
+        except Exception:  # noqa: BLE001 - the writer normalizes again and dead-letters with the error
+            table = None
+        n = table.num_rows if table is not None else scores_load.count(payload)
+        return LoadItem(0, project, None, payload, 0, n, Position(0, 0), table, kind=RecordKind.SCORES)
+
+    async def submit_score_payload(self, project: str, payload: bytes) -> None:
+        """Spool one scores payload (ingest/store/scores_load.py `encode`); returns once it is durable.
+        Same queue bound and answers as spans. Callers use ingest/scores/submit.py, not this."""
+        self._check_room()
+        item = await asyncio.to_thread(self._prepare_scores, project, payload)
+        try:
+            await asyncio.wrap_future(self._enqueue(item).future)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
+
+    def submit_score_payload_blocking(self, project: str, payload: bytes, timeout: float | None = None) -> None:
+        """`submit_score_payload` for threads (queues, evaluators, replay)."""
+        self._check_room()
+        try:
+            self._enqueue(self._prepare_scores(project, payload)).future.result(timeout)
+        except OSError as exc:
+            raise self._unavailable(exc) from exc
+
     def wait_loaded(self, timeout: float) -> bool:
         """True once everything acknowledged before the call is queryable, analytics tables included."""
         return self._writer is not None and self._writer.wait_loaded(timeout)
@@ -601,6 +631,7 @@ class SpanStore:
         self.metrics.spans_deduplicated.inc(result.duplicates)
         self.metrics.logs_stored.inc(result.logs_inserted)
         self.metrics.logs_deduplicated.inc(result.logs_received - result.logs_inserted)
+        self.metrics.scores_written.inc(result.scores_written)
         self.metrics.load_seconds.observe(latency)
         with self._lock:
             self._counts["spans_stored"] += result.inserted
@@ -611,7 +642,9 @@ class SpanStore:
             self._last_load_s = latency
 
     def _on_dead_letter(self, item: LoadItem, exc: BaseException) -> None:
-        rejected = self.metrics.logs_rejected if item.kind is RecordKind.LOGS else self.metrics.spans_rejected
+        rejected = {RecordKind.LOGS: self.metrics.logs_rejected, RecordKind.SCORES: self.metrics.scores_rejected}.get(
+            item.kind, self.metrics.spans_rejected
+        )
         rejected.labels(reason="load_failed").inc(item.nspans)
         self.metrics.records_dead_lettered.labels(reason=type(exc).__name__).inc()
         with self._lock:

@@ -1,5 +1,6 @@
 """The ONE thread that owns the DuckDB write connection: loads spool records, runs retention and tasks.
-Log records (spool kind LOGS) are normalized by ingest/store/logs_load.py and committed with the spans.
+Log records (spool kind LOGS) are normalized by ingest/store/logs_load.py and scores (kind SCORES) by
+ingest/store/scores_load.py, and committed with the spans.
 
 Why a single writer (datasette style): DuckDB serializes writers anyway and concurrent write
 transactions on the same rows conflict; queueing every write through one thread removes conflicts
@@ -47,7 +48,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
-from ingest.store import deadletter, logs_load, upkeep
+from ingest.store import deadletter, logs_load, scores_load, upkeep
 from ingest.store.failures import Failure, classify, environmental
 from ingest.store.loading import LoadResult, load_batch
 from ingest.store.retention import DEFAULT_CHUNK_ROWS, retention_chunk
@@ -285,6 +286,8 @@ class Writer:
                 request: ExportTraceServiceRequest | None = None
                 if record.kind is RecordKind.LOGS:
                     n = logs_load.count(record.payload)
+                elif record.kind is RecordKind.SCORES:
+                    n = scores_load.count(record.payload)
                 else:
                     try:
                         request = ExportTraceServiceRequest.FromString(record.payload)
@@ -423,10 +426,12 @@ class Writer:
         tables = [t for i, t in parts if t is not None and t.num_rows and i.kind is RecordKind.TRACES]
         table = pa.concat_tables(tables, promote_options="permissive") if tables else None
         logs = logs_load.concat([t for i, t in parts if t is not None and i.kind is RecordKind.LOGS])
+        scores = scores_load.concat([t for i, t in parts if t is not None and i.kind is RecordKind.SCORES])
         try:
             # a batch that keeps running out of memory may fit record by record: a few tries, then smaller
             result = self._load_retrying(
-                table, batch[-1].end, now, logs, give_up_after=BATCH_OOM_ATTEMPTS if len(batch) > 1 else None
+                table, batch[-1].end, now, logs, give_up_after=BATCH_OOM_ATTEMPTS if len(batch) > 1 else None,
+                scores=scores,
             )
         except Exception as exc:
             kind = classify(exc)
@@ -447,13 +452,17 @@ class Writer:
         ingest/store/logs_load.py."""
         if item.kind is RecordKind.LOGS:
             return logs_load.normalize(item.project, item.raw(), now)
+        if item.kind is RecordKind.SCORES:
+            return scores_load.normalize(item.project, item.raw(), now)
         return self._normalize(item.project, item.parsed(), now)
 
     def _load_one_by_one(self, parts: list[tuple[LoadItem, pa.Table | None]], now: datetime, started: float) -> None:
         for item, table in parts:
             logs = table if item.kind is RecordKind.LOGS else None
+            scores = table if item.kind is RecordKind.SCORES else None
+            spans = table if item.kind is RecordKind.TRACES else None
             try:
-                result = self._load_retrying(None if logs is not None else table, item.end, now, logs)
+                result = self._load_retrying(spans, item.end, now, logs, scores=scores)
             except Exception as exc:
                 kind = classify(exc)
                 if kind is Failure.FATAL:
@@ -479,8 +488,11 @@ class Writer:
         now: datetime,
         logs: pa.Table | None = None,
         give_up_after: int | None = None,
+        scores: pa.Table | None = None,
     ) -> LoadResult:
-        return self._retrying("DuckDB load", lambda: load_batch(self._conn, table, end, now, logs), give_up_after)
+        return self._retrying(
+            "DuckDB load", lambda: load_batch(self._conn, table, end, now, logs, scores), give_up_after
+        )
 
     def _retrying(self, what: str, fn: Callable[[], Any], give_up_after: int | None = None) -> Any:
         """`fn()`, retried with backoff while it fails for an environmental reason (until it works, or

@@ -60,6 +60,13 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
         approval = httpx.post(base + "/api/approvals", headers={"x-api-key": SECRET[f"ingest_{project.lower()}"]},
                               json={"tool": f"refund_{project}", "arguments": {"amount": 1}})
         assert approval.status_code == 201, approval.text
+        key = SECRET[f"admin_{project.lower()}"]
+        score = httpx.post(base + "/api/scores", headers={"x-api-key": key},
+                           json={"name": f"score_of_project_{project.lower()}", "value": 1, "trace_id": runs[0].trace_id})
+        assert score.status_code == 200, score.text
+        config = httpx.post(base + "/api/score-configs", headers={"x-api-key": key},
+                            json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
+        assert config.status_code == 200, config.text
         ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"]}
     assert srv.store.wait_loaded(30)
     return {"base": base, "ids": ids, "srv": srv}
@@ -72,7 +79,8 @@ def _call(world: dict[str, Any], method: str, path: str, key: str | None, **kw: 
 
 def _b_markers(world: dict[str, Any]) -> list[str]:
     b = world["ids"]["B"]
-    return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], *b["traces"]]
+    return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], *b["traces"], "score_of_project_b",
+            "config_of_project_b"]
 
 
 # (method, path template) -> (scope needed, how to call it for project A's key, for B's id)
@@ -104,12 +112,17 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/healthz"): ("open", {}),
         ("post", "/v1/traces"): ("ingest", {"content": b"", "headers": {"content-type": "application/x-protobuf"}}),
         ("post", "/v1/logs"): ("ingest", {"content": b"", "headers": {"content-type": "application/x-protobuf"}}),
+        ("post", "/api/scores"): ("annotate", {"json": {"name": "helpful", "value": True, "trace_id": a["traces"][0]}}),
+        ("get", "/api/scores"): ("read", {"params": {"limit": 100}}),
+        ("get", "/api/score-configs"): ("read", {}),
+        ("post", "/api/score-configs"): ("admin", {"json": {"name": "helpful", "data_type": "boolean"}}),
     }
 
 
 def _allowed(scope: str, key: str) -> bool:
     held = set(KEYS[key][1])
-    implied = {"admin": {"ingest", "read", "admin"}, "operator": {"ingest", "read", "admin", "operator"}}
+    implied = {"admin": {"ingest", "read", "admin", "annotate"},
+               "operator": {"ingest", "read", "admin", "operator", "annotate"}}
     for s in list(held):
         held |= implied.get(s, set())
     if scope in ("any", "open"):
@@ -172,3 +185,7 @@ def test_operator_sees_every_project_and_admin_only_its_own(world: dict[str, Any
     decided = _call(world, "POST", f"/api/approvals/{a_approval}/approve", "admin_a")
     assert decided.status_code == 200 and decided.json()["status"] == "approved"
     assert "steplens_spans_stored" in _call(world, "GET", "/metrics", "operator").text
+    names = {s["name"] for s in _call(world, "GET", "/api/scores", "operator").json()["scores"]}
+    assert {"score_of_project_a", "score_of_project_b"} <= names
+    assert {s["name"] for s in _call(world, "GET", "/api/scores", "read_a").json()["scores"]} <= {
+        "score_of_project_a", "helpful"}

@@ -1,0 +1,144 @@
+"""Reading scores (`GET /api/scores`, the CLI, queues and analytics) and the API's score configs.
+
+The run's agent, version and mode are joined from `runs` here, at read time, not copied onto the
+score: a score may be stored before any span of its run (end-user feedback races the exporter),
+and a foreign client's run can change agent as late spans arrive. A session score, or one whose
+run has not arrived, has NULL agent/version/mode.
+
+Keyset paging on (created_at, project, score_id), newest first, like /api/runs: a score stored
+while someone pages never shifts later pages. A replaced score moves to its new time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from ingest.queries.filters import Where, mode_clause, project_clause
+from ingest.schema import trace_key_sql
+from ingest.scores.configs import ScoreConfig
+from ingest.scores.model import DataType, join_value
+
+SCORE_COLUMNS = (
+    "project", "score_id", "name", "data_type", "value_numeric", "value_label", "comment", "source", "author",
+    "created_at", "trace_id", "span_id", "session_id", "metadata",
+)
+_SELECT = ", ".join(f"s.{c}" for c in SCORE_COLUMNS) + ", r.agent AS agent, r.version AS version, r.mode AS mode"
+_FROM = "scores s LEFT JOIN runs r ON r.project = s.project AND r.trace_id = s.trace_id"
+
+
+@dataclass(frozen=True)
+class ScoreFilters:
+    """Filters of a score listing; `projects` as in CommonFilters (None: all, empty: nothing).
+    `since`/`until` bound `created_at`; `modes` None means every mode (and scores with no run)."""
+
+    projects: frozenset[str] | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    session_id: str | None = None
+    name: str | None = None
+    source: str | None = None
+    author: str | None = None
+    agent: str | None = None
+    version: str | None = None
+    modes: frozenset[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ScoreKey:
+    """A page boundary: the last row's (created_at, project, score_id)."""
+
+    created_at: datetime
+    project: str
+    score_id: str
+
+
+@dataclass
+class ScorePage:
+    rows: list[dict[str, Any]]
+    next_key: ScoreKey | None
+
+
+def _where(f: ScoreFilters) -> Where:
+    where = Where()
+    project_clause(where, f.projects, "s.project")
+    if f.trace_id is not None:
+        where.add(f"s.trace_key = {trace_key_sql('?')} AND s.trace_id = ?", f.trace_id, f.trace_id)
+    for column, value in (("span_id", f.span_id), ("session_id", f.session_id), ("name", f.name),
+                          ("source", f.source), ("author", f.author)):
+        if value is not None:
+            where.add(f"s.{column} = ?", value)
+    if f.agent is not None:
+        where.add("r.agent = ?", f.agent)
+    if f.version is not None:
+        where.add("r.version = ?", f.version)
+    if f.modes is not None:
+        mode_clause(where, f.modes, "r.mode")
+    if f.since is not None:
+        where.add("s.created_at >= ?", f.since)
+    if f.until is not None:
+        where.add("s.created_at < ?", f.until)
+    return where
+
+
+def row_dict(row: tuple[Any, ...], names: list[str]) -> dict[str, Any]:
+    """A result row as the API's SCORE: the value joined back to its type, metadata parsed."""
+    d = dict(zip(names, row, strict=True))
+    d["value"] = join_value(d["data_type"], d["value_numeric"], d["value_label"])
+    if d["data_type"] == DataType.NUMERIC and d["value_label"] is None:
+        d.pop("value_label")
+    else:
+        d["label"] = d.pop("value_label")
+    d.pop("value_numeric")
+    if isinstance(d.get("metadata"), str):
+        d["metadata"] = json.loads(d["metadata"])
+    return d
+
+
+def list_scores(
+    cur: duckdb.DuckDBPyConnection, f: ScoreFilters, limit: int = 100, after: ScoreKey | None = None
+) -> ScorePage:
+    """Scores matching `f`, newest first, at most `limit`, after the boundary `after`."""
+    where = _where(f)
+    if after is not None:
+        where.add("(s.created_at, s.project, s.score_id) < (?, ?, ?)", after.created_at, after.project, after.score_id)
+    sql = (f"SELECT {_SELECT} FROM {_FROM} WHERE {where.sql()} "
+           "ORDER BY s.created_at DESC, s.project DESC, s.score_id DESC LIMIT ?")
+    result = cur.execute(sql, [*where.params, limit + 1])
+    names = [d[0] for d in result.description]
+    raw = result.fetchall()
+    rows = [row_dict(r, names) for r in raw[:limit]]
+    nxt = None
+    if len(raw) > limit:
+        last = rows[-1]
+        nxt = ScoreKey(last["created_at"], last["project"], last["score_id"])
+    return ScorePage(rows, nxt)
+
+
+def scores_of_trace(cur: duckdb.DuckDBPyConnection, projects: frozenset[str] | None, trace_id: str) -> list[dict[str, Any]]:
+    """Every score of one trace (its run and its spans), oldest first: the trace page's Scores panel."""
+    where = _where(ScoreFilters(projects=projects, trace_id=trace_id))
+    result = cur.execute(f"SELECT {_SELECT} FROM {_FROM} WHERE {where.sql()} ORDER BY s.created_at, s.score_id",
+                         where.params)
+    names = [d[0] for d in result.description]
+    return [row_dict(r, names) for r in result.fetchall()]
+
+
+_CONFIG_COLUMNS = "name, data_type, min_value, max_value, categories, description"
+
+
+def api_configs(cur: duckdb.DuckDBPyConnection, project: str) -> list[ScoreConfig]:
+    """The score configs declared through the API for `project`."""
+    rows = cur.execute(f"SELECT {_CONFIG_COLUMNS} FROM score_configs WHERE project = ? ORDER BY name",
+                       [project]).fetchall()
+    return [
+        ScoreConfig(name=n, data_type=DataType(t), min=lo, max=hi, categories=list(c) if c is not None else None,
+                    description=d)
+        for n, t, lo, hi, c, d in rows
+    ]
