@@ -75,14 +75,10 @@ def _insert(conn: duckdb.DuckDBPyConnection, queue: QueueRow, rows: list[tuple[s
     })
     conn.register("new_items", table)
     try:
-        before = conn.execute("SELECT count(*) FROM queue_items WHERE project = ? AND queue = ?",
-                              [queue.project, spec.name]).fetchone()
-        conn.execute(_INSERT, {"now": now, "source": source})
-        after = conn.execute("SELECT count(*) FROM queue_items WHERE project = ? AND queue = ?",
-                             [queue.project, spec.name]).fetchone()
+        inserted = conn.execute(_INSERT, {"now": now, "source": source}).fetchall()  # [(rows inserted,)]
     finally:
         conn.unregister("new_items")
-    return int(after[0]) - int(before[0])  # type: ignore[index]
+    return int(inserted[0][0]) if inserted else 0
 
 
 def fill_live(conn: duckdb.DuckDBPyConnection, queue: QueueRow, now: datetime) -> FillResult:

@@ -72,7 +72,7 @@ class QueueSpec(BaseModel):
         1, ge=1, le=10,
         description="How many different people decide each run (2 or more gives agreement figures).",
     )
-    lease_s: int = Field(900, ge=10, le=86_400,
+    lease_s: int = Field(900, ge=1, le=86_400,
                          description="Seconds a taken item stays with its person before others may take it.")
 
     @field_validator("score_configs", "assignees")
