@@ -24,8 +24,9 @@ def test_same_named_queues_of_two_projects_never_mix(queue_server) -> None:
         emitter = Emitter()
         runs[project] = {r.trace_id for r in emit_runs(emitter, 6, agent=f"agent_{project}")}
         admin.send(emitter)
+    assert srv.store.wait_loaded(60)  # stored before the queues exist: they enter by backfill only
+    for admin in (api["admin_a"], api["admin_b"]):
         admin.create("review")
-    assert srv.store.wait_loaded(60)
     for admin in (api["admin_a"], api["admin_b"]):
         assert admin.ok("POST", "/api/queues/review/backfill",
                         json={"since": (T0 - timedelta(days=1)).isoformat()})["added"] == 6
