@@ -67,15 +67,16 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
         config = httpx.post(base + "/api/score-configs", headers={"x-api-key": key},
                             json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
         assert config.status_code == 200, config.text
-        queue = httpx.post(base + "/api/queues", headers={"x-api-key": key},
-                           json={"name": f"queue_of_project_{project.lower()}",
-                                 "score_configs": [f"config_of_project_{project.lower()}"]})
-        assert queue.status_code == 201, queue.text
-        backfill = httpx.post(base + f"/api/queues/queue_of_project_{project.lower()}/backfill",
-                              headers={"x-api-key": key}, json={"since": (T0 - timedelta(days=1)).isoformat()})
-        assert backfill.status_code == 200 and backfill.json()["added"] == 4, backfill.text
         ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"]}
     assert srv.store.wait_loaded(30)
+    for project in ("A", "B"):  # each project's runs in its own queue (by backfill: they are stored)
+        key, name = SECRET[f"admin_{project.lower()}"], f"queue_of_project_{project.lower()}"
+        queue = httpx.post(base + "/api/queues", headers={"x-api-key": key},
+                           json={"name": name, "score_configs": [f"config_of_project_{project.lower()}"]})
+        assert queue.status_code == 201, queue.text
+        backfill = httpx.post(base + f"/api/queues/{name}/backfill", headers={"x-api-key": key},
+                              json={"since": (T0 - timedelta(days=1)).isoformat()})
+        assert backfill.status_code == 200 and backfill.json()["added"] == 4, backfill.text
     return {"base": base, "ids": ids, "srv": srv}
 
 
