@@ -15,7 +15,7 @@ from typing import Any
 import streamlit as st
 
 from dashboards import queues_client as qc
-from dashboards.client import AccessDenied, ApiError
+from dashboards.client import AccessDenied, ApiError, NotFound
 from dashboards.queue_view import BOOLEAN_CHOICES, agreement_rows, result_rows, score_value, shown
 from dashboards.queues_models import Item, Queue, ScoreConfig
 from dashboards.text import code, inert
@@ -55,7 +55,11 @@ def _progress(queue: Queue) -> None:
 
 
 def _show_run(trace_id: str) -> None:
-    trace = client().trace(trace_id)
+    try:
+        trace = client().trace(trace_id)
+    except NotFound:
+        st.warning("this run is no longer stored (removed by retention?): skip it to move on")
+        return
     view = build_trace_view(trace)
     run = trace.run
     if run is not None:

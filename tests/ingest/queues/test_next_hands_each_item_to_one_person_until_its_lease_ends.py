@@ -1,10 +1,12 @@
 """`next` hands an item to one person at a time: two people asking get different runs, a third gets
 nothing while both are held, another person's held item cannot be submitted (409), and once the
-lease ends the item goes to whoever asks next."""
+lease ends the item goes to whoever asks next; twelve people asking at once for six runs get six
+different runs and six nothings."""
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from tests.ingest.api.otlp_runs import Emitter
 from tests.ingest.queues.harness import Api, emit_runs, settle
@@ -42,3 +44,23 @@ def test_held_items_go_to_nobody_else_until_the_lease_ends(queue_server) -> None
     late = api.call("POST", f"/api/queues/one-each/items/{a['item']['trace_id']}/submit",
                     json={"user": "alice", "scores": {"correct": False}})
     assert late.status_code == 409 and "done" in late.text
+
+
+def test_people_asking_at_once_never_get_the_same_run(queue_server) -> None:
+    srv = queue_server()
+    api = Api(srv.http_url)
+    api.create("rush")
+    emitter = Emitter()
+    emit_runs(emitter, 6)
+    api.send(emitter)
+    assert settle(api, "rush", srv.store) == 6
+
+    def ask(i: int) -> str | None:
+        item = api.ok("GET", "/api/queues/rush/next", params={"user": f"person{i}"})["item"]
+        return None if item is None else item["trace_id"]
+
+    with ThreadPoolExecutor(12) as pool:
+        got = list(pool.map(ask, range(12)))
+    held = [t for t in got if t is not None]
+    assert len(held) == 6 and len(set(held)) == 6, got
+    assert got.count(None) == 6
