@@ -99,7 +99,7 @@ def _score_by_key(rest: str) -> Metric:
     return score_metric(name, label if sep else None)
 
 
-DRIFT_METRICS = "steps or a score (score:NAME, score:NAME=LABEL)"
+DRIFT_METRICS = "mean steps per run (steps) or a score (score:NAME, score:NAME=LABEL)"
 
 
 def drift_metric(key: str) -> Metric:
