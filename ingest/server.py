@@ -381,6 +381,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api import build_query_router
     from ingest.api.alerts import build_alerts_router
     from ingest.api.approvals import build_approvals_router
+    from ingest.api.datasets import build_datasets_router
     from ingest.api.regressions import build_regressions_router
     from ingest.api.scores import build_scores_router
 
@@ -394,4 +395,5 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_alerts_router(alerts, store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
     ]

@@ -194,11 +194,14 @@ def eval_run(
     out: Annotated[Path, typer.Option(help="Where results go (<run_id>.json).")] = Path("data/evals"),
     concurrency: Annotated[int, typer.Option(min=1, help="Cases in flight at once.")] = 8,
     no_faults: Annotated[bool, typer.Option("--no-faults", help="A flawless simulated model.")] = False,
+    scores: Annotated[bool, typer.Option(help="With --endpoint: store each case's verdict as a score "
+                                              "(eval_passed, source eval) on its run.")] = True,
 ) -> None:
     """Run every case as a traced run tagged with eval ids; save and print the results."""
     from kernel.eval.cli import eval_run_command
 
-    raise typer.Exit(eval_run_command(dataset, agent, version, endpoint, seed, out, concurrency, no_faults))
+    raise typer.Exit(eval_run_command(dataset, agent, version, endpoint, seed, out, concurrency, no_faults,
+                                      scores=scores))
 
 
 @eval_app.command("compare")

@@ -19,9 +19,13 @@ from kernel.examples.history import ROLLOUT_SHARE
 API_KEY_ENV = "STEPLENS_API_KEY"
 
 
-def _base_url(endpoint: str) -> str:
+def base_url(endpoint: str) -> str:
+    """The server's base URL of an endpoint given as either it or its OTLP traces URL."""
     endpoint = endpoint.rstrip("/")
     return endpoint[: -len(TRACES_PATH)] if endpoint.endswith(TRACES_PATH) else endpoint
+
+
+_base_url = base_url
 
 
 def server_problem(endpoint: str, timeout_s: float = 3.0) -> str | None:
