@@ -7,7 +7,7 @@
 
 Why the expected answer is a reviewer's correction before the run's own answer: a run worth keeping
 is often one that went wrong, and what it should have said is what the reviewer wrote (a score named
-`correction`: its label, else its comment). A run with neither (it failed, nobody corrected it) is
+`correction`: its comment, else its label). A run with neither (it failed, nobody corrected it) is
 skipped with that reason rather than saved as a case that expects nothing.
 Why the tools that succeeded, in order: that is the path that produced the expected answer;
 `tools_sequence` allows other calls in between, so a case does not fail on one extra lookup.
@@ -42,12 +42,12 @@ def _attributes(span: dict[str, Any]) -> dict[str, Any]:
 
 
 def _correction(scores: list[dict[str, Any]], name: str) -> str | None:
-    """The latest correction score's label (categorical), else its comment (scores are oldest first)."""
+    """The latest correction score's comment, else its label (categorical); scores are oldest first."""
     for score in reversed(scores):
         if score.get("name") != name:
             continue
         label = score.get("label") if score.get("data_type") == "categorical" else None
-        text = label or score.get("comment")
+        text = score.get("comment") or label
         if isinstance(text, str) and text.strip():
             return text.strip()
     return None

@@ -43,7 +43,7 @@ class DatasetIn(BaseModel):
     expected: Literal["correction_or_answer", "answer", "correction", "none"] = Field(
         "correction_or_answer",
         description="The expected answer: a reviewer's correction (the latest `correction_score` on the run: its "
-        "label, else its comment), the run's own answer, either (correction first), or none.",
+        "comment, else its label), the run's own answer, either (correction first), or none.",
     )
     correction_score: str = Field("correction", min_length=1, max_length=200)
     tools: Literal["sequence", "set", "none"] = Field(
