@@ -91,6 +91,22 @@ class Evaluation(_Model):
     explanation: str | None = None
 
 
+class Score(_Model):
+    """A score of the trace (GET /api/traces `scores`, GET /api/scores)."""
+
+    score_id: str | None = None
+    name: str | None = None
+    value: bool | float | str | None = None
+    label: str | None = None
+    data_type: str | None = None
+    comment: str | None = None
+    source: str | None = None
+    author: str | None = None
+    created_at: datetime | None = None
+    span_id: str | None = None
+    session_id: str | None = None
+
+
 class Span(_Model):
     span_id: str
     parent_span_id: str | None = None
@@ -127,6 +143,7 @@ class Trace(_Model):
     spans: list[Span] = Field(default_factory=list)
     logs: list[LogEntry] = Field(default_factory=list)
     evaluations: list[Evaluation] = Field(default_factory=list)
+    scores: list[Score] = Field(default_factory=list)
 
 
 class StopReasonCount(_Model):

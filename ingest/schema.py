@@ -634,6 +634,44 @@ CREATE TABLE IF NOT EXISTS score_configs (
 )
 """
 
+def _attr_text(name: str) -> str:
+    """SQL for the text of the attribute `name` of a log_records row (names hold dots: quoted)."""
+    return f"""json_extract_string(attributes, '$."{name}"')"""
+
+
+# `gen_ai.evaluation.result` log records as scores (source `client`, author the record's `enduser.id`,
+# else its service): numeric when the record has a finite `gen_ai.evaluation.score.value` (its label
+# kept beside it), boolean when `steplens.score.data_type` says so (value 1/0, label true/false),
+# else categorical by its label; a record with neither, no name or no trace is not a score. The id is
+# the record's `steplens.score.id` (tracer.feedback sends one, so a changed feedback replaces the
+# earlier), else derived from its content key, so a retried export (stored once as a log) is one
+# score. Used by the loader for every new log record (ingest/store/scores_load.py) and, once, for the
+# records stored before scores existed (the migration below). `{source}`: a table of log_records rows.
+_EVAL_BOOLEAN = f"({_attr_text(c.SCORE_DATA_TYPE)} = 'boolean' AND isfinite(eval_score_value))"
+EVALUATION_SCORES_SELECT = f"""
+SELECT project, coalesce(left(nullif({_attr_text(c.SCORE_ID)}, ''), 128), 'otel-' || record_key) AS score_id,
+    left(eval_name, 200) AS name,
+    CASE WHEN {_EVAL_BOOLEAN} THEN 'boolean' WHEN isfinite(eval_score_value) THEN 'numeric' ELSE 'categorical' END
+        AS data_type,
+    CASE WHEN {_EVAL_BOOLEAN} THEN (eval_score_value >= 0.5)::INTEGER::DOUBLE
+         WHEN isfinite(eval_score_value) THEN eval_score_value END AS value_numeric,
+    CASE WHEN {_EVAL_BOOLEAN} THEN CASE WHEN eval_score_value >= 0.5 THEN 'true' ELSE 'false' END
+         ELSE nullif(left(eval_score_label, 200), '') END AS value_label,
+    left(eval_explanation, 10000) AS comment, 'client' AS source,
+    coalesce(left({_attr_text(c.ENDUSER_ID)}, 200), service) AS author, time AS created_at,
+    trace_id, span_id, NULL::VARCHAR AS session_id, json_object('log_record_key', record_key) AS metadata,
+    ingested_at
+FROM {{source}}
+WHERE event_name = '{c.GEN_AI_EVENT_EVALUATION_RESULT}' AND coalesce(eval_name, '') <> '' AND trace_id IS NOT NULL
+    AND (isfinite(eval_score_value) OR coalesce(eval_score_label, '') <> '')
+"""
+# the evaluation results stored as log records before scores existed become scores once
+EVALUATION_SCORES_BACKFILL = f"""
+INSERT INTO scores BY NAME
+SELECT e.*, {trace_key_sql("e.trace_id")} AS trace_key FROM ({EVALUATION_SCORES_SELECT.format(source="log_records")}) e
+ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
+"""
+
 # Datasets of eval cases made from stored runs (ingest/datasets/): one row per dataset, one per case in
 # dataset order, the case as the JSON object `steplens eval run` reads (one line of the JSONL).
 DATASETS_DDL = """
@@ -675,6 +713,7 @@ MIGRATIONS: list[list[str]] = [
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
     [SCORES_DDL, SCORE_CONFIGS_DDL],  # scores of runs, spans and sessions, and the API's score configs
+    [EVALUATION_SCORES_BACKFILL],  # stored gen_ai.evaluation.result log records become scores
     [DATASETS_DDL, DATASET_CASES_DDL],  # datasets of eval cases made from stored runs
 ]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from ingest.queries.filters import Where, mode_clause, project_clause
+from ingest.queries.filters import CommonFilters, Where, mode_clause, project_clause, runs_common_where
 from ingest.schema import trace_key_sql
 from ingest.scores.configs import ScoreConfig
 from ingest.scores.model import DataType, join_value
@@ -142,3 +142,69 @@ def api_configs(cur: duckdb.DuckDBPyConnection, project: str) -> list[ScoreConfi
                     description=d)
         for n, t, lo, hi, c, d in rows
     ]
+
+
+_LATEST = """
+SELECT project, trace_id, name, data_type, value_numeric, value_label FROM scores
+WHERE trace_id IN ({ids}) AND project IN ({projects})
+QUALIFY row_number() OVER (PARTITION BY project, trace_id, name ORDER BY created_at DESC, score_id DESC) = 1
+"""
+
+
+def latest_values(cur: duckdb.DuckDBPyConnection, runs: list[dict[str, Any]]) -> None:
+    """Set each run row's `scores`: name -> the latest value of that name on its trace (run or span
+    scores alike), one query for the page."""
+    for run in runs:
+        run["scores"] = {}
+    if not runs:
+        return
+    by_key = {(r["project"], r["trace_id"]): r for r in runs}
+    ids = sorted({r["trace_id"] for r in runs})
+    projects = sorted({r["project"] for r in runs})
+    sql = _LATEST.format(ids=", ".join("?" for _ in ids), projects=", ".join("?" for _ in projects))
+    for project, trace_id, name, data_type, numeric, label in cur.execute(sql, [*ids, *projects]).fetchall():
+        run = by_key.get((project, trace_id))
+        if run is not None:
+            run["scores"][name] = join_value(data_type, numeric, label)
+
+
+MAX_AGGREGATE_ROWS = 5000
+_AGGREGATE = """
+WITH r AS (SELECT project, trace_id, agent, version, start_time FROM runs WHERE {where})
+SELECT s.name, s.data_type, r.agent, r.version, date_trunc('day', r.start_time) AS day, s.value_label AS label,
+       count(*) AS n, avg(s.value_numeric) AS mean
+FROM scores s JOIN r ON r.project = s.project AND r.trace_id = s.trace_id
+WHERE r.start_time IS NOT NULL
+GROUP BY ALL
+ORDER BY day, s.name, r.agent NULLS FIRST, r.version NULLS FIRST, label NULLS FIRST
+LIMIT ?
+"""
+
+
+def score_aggregates(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> list[dict[str, Any]]:
+    """Per (name, agent, version, run start day) aggregates of the scores of the runs in `filters`:
+    mean (numeric), share of true (boolean), label counts (categorical). Session scores, and scores
+    whose run is not stored, have no agent or day and are not in these."""
+    where = runs_common_where(filters)
+    rows = cur.execute(_AGGREGATE.format(where=where.sql()), [*where.params, MAX_AGGREGATE_ROWS * 20]).fetchall()
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for name, data_type, agent, version, day, label, n, mean in rows:
+        key = (name, data_type, agent, version, day)
+        agg = out.get(key)
+        if agg is None:
+            if len(out) >= MAX_AGGREGATE_ROWS:
+                continue
+            agg = out[key] = {"name": name, "data_type": data_type, "agent": agent, "version": version, "day": day,
+                              "n": 0, "_sum": 0.0}
+        agg["n"] += n
+        if data_type == DataType.CATEGORICAL:
+            agg.setdefault("labels", {})[label] = agg.get("labels", {}).get(label, 0) + n
+        elif mean is not None:
+            agg["_sum"] += mean * n
+    for agg in out.values():
+        total = agg.pop("_sum")
+        if agg["data_type"] == DataType.NUMERIC:
+            agg["mean"] = total / agg["n"] if agg["n"] else None
+        elif agg["data_type"] == DataType.BOOLEAN:
+            agg["share_true"] = total / agg["n"] if agg["n"] else None
+    return list(out.values())
