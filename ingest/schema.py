@@ -772,6 +772,30 @@ FROM ({EVALUATION_SCORES_SELECT.format(source=span_evaluation_events("spans"))})
 ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
 """
 
+# Datasets of eval cases made from stored runs (ingest/datasets/): one row per dataset, one per case in
+# dataset order, the case as the JSON object `steplens eval run` reads (one line of the JSONL).
+DATASETS_DDL = """
+CREATE TABLE IF NOT EXISTS datasets (
+    project     VARCHAR   NOT NULL,
+    name        VARCHAR   NOT NULL,
+    description VARCHAR,
+    selection   JSON      NOT NULL,   -- the request that chose the runs (filter, trace ids, options)
+    cases       INTEGER   NOT NULL,
+    created_at  TIMESTAMP NOT NULL,
+    created_by  VARCHAR
+)
+"""
+DATASET_CASES_DDL = """
+CREATE TABLE IF NOT EXISTS dataset_cases (
+    project   VARCHAR NOT NULL,
+    dataset   VARCHAR NOT NULL,
+    position  INTEGER NOT NULL,
+    case_id   VARCHAR NOT NULL,
+    trace_id  VARCHAR NOT NULL,        -- the run the case was made from
+    body      JSON    NOT NULL         -- {id, category, task, expect, source}
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -791,6 +815,7 @@ MIGRATIONS: list[list[str]] = [
     [SCORES_DDL, SCORE_CONFIGS_DDL],  # scores of runs, spans and sessions, and the API's score configs
     [EVALUATION_SCORES_BACKFILL],  # stored gen_ai.evaluation.result log records become scores
     [SPAN_EVALUATION_SCORES_BACKFILL],  # and so do the evaluation span events of stored spans
+    [DATASETS_DDL, DATASET_CASES_DDL],  # datasets of eval cases made from stored runs
     QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
 ]
 

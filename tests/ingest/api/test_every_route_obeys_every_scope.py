@@ -67,6 +67,9 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
         config = httpx.post(base + "/api/score-configs", headers={"x-api-key": key},
                             json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
         assert config.status_code == 200, config.text
+        dataset = httpx.post(base + "/api/datasets", headers={"x-api-key": key},
+                             json={"name": f"dataset_of_project_{project.lower()}", "trace_ids": [runs[0].trace_id]})
+        assert dataset.status_code == 200, dataset.text
         ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"]}
     assert srv.store.wait_loaded(30)
     for project in ("A", "B"):  # each project's runs in its own queue (by backfill: they are stored)
@@ -88,7 +91,8 @@ def _call(world: dict[str, Any], method: str, path: str, key: str | None, **kw: 
 def _b_markers(world: dict[str, Any]) -> list[str]:
     b = world["ids"]["B"]
     return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], *b["traces"], "score_of_project_b",
-            "config_of_project_b", "queue_of_project_b"]
+            "config_of_project_b", "queue_of_project_b",
+            "dataset_of_project_b"]
 
 
 # (method, path template) -> (scope needed, how to call it for project A's key, for B's id)
@@ -141,6 +145,10 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("post", "/api/queues/{name}/backfill"): ("admin", {"path": {"name": "queue_of_project_b"},
                                                             "json": {"since": WINDOW["since"]}}),
         ("delete", "/api/queues/{name}"): ("admin", {"path": {"name": "queue_of_project_b"}}),
+        ("post", "/api/datasets"): ("annotate", {"json": {"name": "cases", "filter": {**WINDOW, "limit": 100},
+                                                          "replace": True}}),
+        ("get", "/api/datasets"): ("read", {}),
+        ("get", "/api/datasets/{name}"): ("read", {"path": {"name": "dataset_of_project_b"}}),
     }
 
 
