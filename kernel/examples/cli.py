@@ -107,6 +107,8 @@ def story_text(summary: DemoSummary) -> str:
         f"  runs by mode: {modes}",
         f"  scores: {summary.scores_posted:,} (helpfulness and tone by a judge on every run, correct by a reviewer "
         "on a sample); ops v2 is judged less helpful and less often correct",
+        *([f"  annotation queue failed-runs: {summary.queue.added:,} failed runs to review, "
+           f"{summary.queue.labelled} labels by two reviewers (the Queues page)"] if summary.queue else []),
     ])
 
 
@@ -153,6 +155,8 @@ def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64,
             f"{'; last error: ' + summary.export_error if summary.export_error else ''}[/red]"
         )
         return 1
+    if summary.queue is not None and summary.queue.error:
+        console.print(f"[yellow]the demo annotation queue was not filled: {summary.queue.error}[/yellow]")
     if summary.scores_error:
         console.print(f"[yellow]the runs' scores were not all stored ({summary.scores_posted:,} accepted): "
                       f"{summary.scores_error}[/yellow]")

@@ -33,6 +33,7 @@ from datetime import datetime
 from kernel import telemetry
 from kernel.examples import ticket
 from kernel.examples.catalog import AGENTS, build_agent
+from kernel.examples.demo_queue import QueueResult, post_demo_queue
 from kernel.examples.demo_scores import FinishedRun, post_demo_scores
 from kernel.examples.faults import FaultRates
 from kernel.examples.history import AGENT_WEIGHTS, PlannedRun, Story, plan_history
@@ -96,6 +97,7 @@ class DemoSummary:
     finished: list[FinishedRun] = field(default_factory=list)  # what each run's scores depend on
     scores_posted: int = 0  # scores the server accepted (a history's judge and reviewer scores)
     scores_error: str | None = None
+    queue: QueueResult | None = None  # the history's annotation queue (kernel.examples.demo_queue)
 
     @property
     def runs(self) -> int:
@@ -280,6 +282,8 @@ def run_demo(
 
         posted = post_demo_scores(base_url(endpoint), summary.finished, seed, headers)
         summary.scores_posted, summary.scores_error = posted.accepted, posted.error
+        if posted.error is None:  # the queue fills the score configs just declared
+            summary.queue = post_demo_queue(base_url(endpoint), summary.finished, seed, headers)
     return summary
 
 

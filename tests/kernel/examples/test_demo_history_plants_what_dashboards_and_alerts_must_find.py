@@ -182,3 +182,26 @@ def test_the_carrier_tool_answers_twice_as_slowly_after_its_date(history: Histor
     before = p50_ms(since=(history.story.start - timedelta(hours=1)).isoformat(), until=change.isoformat())
     after = p50_ms(since=change.isoformat())
     assert before >= 300 and after > 1.4 * before, (before, after)
+
+
+def test_the_failed_runs_queue_holds_the_sampled_failures_with_two_reviewers_labels(history: History) -> None:
+    from kernel.examples.demo_queue import LABELLED, QUEUE, REVIEWERS
+    from tests.ingest.queues.harness import expected_in_sample, wait_for
+
+    queued = history.summary.queue
+    assert queued is not None and queued.error is None and queued.labelled == 2 * LABELLED
+    loaded = datetime.now(UTC)
+
+    def passed() -> bool:  # a live pass after everything was loaded: late-loaded failures are in too
+        last = history.get(f"/api/queues/{QUEUE}")["last_fill"]
+        return last is not None and _when(last) > loaded
+
+    wait_for(passed, timeout=30, what="a live pass of the demo queue")
+    failed = {r["trace_id"] for r in history.runs if r["ok"] is False and (r["mode"] or "live") == "live"}
+    expected = {t for t in failed if expected_in_sample("default", QUEUE, t, 0.5)}
+    items = history.get(f"/api/queues/{QUEUE}/items", limit=1000)["items"]
+    assert {i["trace_id"] for i in items} == expected and len(items) > LABELLED
+    results = history.get(f"/api/queues/{QUEUE}/results")
+    assert results["labelled_by"] == dict.fromkeys(REVIEWERS, LABELLED)
+    correct = next(c for c in results["agreement"] if c["name"] == "correct")
+    assert correct["runs_with_several_labels"] == LABELLED and 0.5 <= correct["percent_agreement"] <= 1.0
