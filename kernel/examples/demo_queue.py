@@ -6,7 +6,7 @@ What is written, through the HTTP API only (the kernel never imports ingest):
 - the queue `failed-runs` (failed live runs, half of them sampled, the score configs `correct` and
   `tone` that kernel.examples.demo_scores declares, two people per run), created unless it exists;
 - a backfill over the history, so its failed runs enter now (runs arriving later enter by themselves);
-- two reviewers' `correct` labels on the first LABELLED runs of the queue (the second agrees with the
+- two reviewers' `correct` labels on the first LABELLED runs of the queue (at most a third of it) (the second agrees with the
   first on about 80% of them), decided by (seed, position) alone; the rest stays pending for the visitor.
 """
 
@@ -41,6 +41,12 @@ class QueueResult:
     error: str | None = None
 
 
+def labelled_count(added: int) -> int:
+    """How many runs the demo reviewers label: LABELLED, but never more than a third of the queue, so a
+    small history still leaves runs for the visitor."""
+    return min(LABELLED, added // 3)
+
+
 def _label(rng: random.Random) -> dict[str, object]:
     """A reviewer's verdict on a failed run: mostly not correct (the tone is left to the visitor)."""
     return {"correct": rng.random() < 0.2}
@@ -63,7 +69,7 @@ def post_demo_queue(base_url: str, runs: list[FinishedRun], seed: int,
                 result.error = f"/api/queues/{QUEUE}/backfill answered {r.status_code}: {r.text[:300]}"
                 return result
             result.added = r.json()["added"]
-            for position in range(LABELLED):
+            for position in range(labelled_count(result.added)):
                 rng = random.Random(f"demo-queue:{seed}:{position}")
                 first = _label(rng)
                 second = first if rng.random() < AGREEMENT else _label(rng)
