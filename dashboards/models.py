@@ -65,6 +65,15 @@ class Run(_Model):
     failure_evidence: str | None = None
     agents: list[RunAgent] = Field(default_factory=list)
     sub_agents: list[str] = Field(default_factory=list)
+    scores: dict[str, bool | float | str | None] = Field(default_factory=dict)
+
+    @property
+    def scores_text(self) -> str:
+        """The run's latest scores as one line, `name=value` by name (true/false for booleans)."""
+        def shown(v: bool | float | str | None) -> str:
+            return ("true" if v else "false") if isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else str(v)
+
+        return " · ".join(f"{name}={shown(value)}" for name, value in sorted(self.scores.items()))
 
 
 class RunsPage(_Model):

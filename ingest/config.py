@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
 from ingest.otlp.limits import AttributeLimits
+from ingest.queues.model import DeclaredQueue
 from ingest.scores.configs import ScoreConfig, check_file_configs
 
 Scope = Literal["ingest", "read", "admin", "operator", "annotate"]
@@ -128,7 +129,9 @@ class Settings(BaseSettings):
     duckdb_memory_limit: str = Field(
         "256MB", description="DuckDB memory_limit of the server (buffer pool; spills beyond it); '' for DuckDB's default."
     )
-    retention_days: int = Field(0, description="Delete spans and runs older than this many days; 0 keeps everything.")
+    retention_days: int = Field(
+        0, description="Delete spans, runs, log records and scores older than this many days; 0 keeps everything."
+    )
     retention_interval_s: int = Field(3600, description="How often the retention sweep runs.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Server log level; `debug` logs every load, upkeep pass and checkpoint with its duration."
@@ -145,6 +148,16 @@ class Settings(BaseSettings):
         "vs release, steps drift, failure rate and cost per run last 24 h vs the 7 days before, every score release vs "
         "release; to the log). "
         "Any `[[alerts]]` replaces them; false turns them off. See docs/alerts.md.",
+    )
+    queues: list[DeclaredQueue] = Field(
+        default_factory=list,
+        description="Annotation queues (`[[queues]]`: name, project, filter, sampling_rate, score_configs, "
+        "assignees, labels_per_item, lease_s), kept as the file says at startup; see README \"Annotation queues\".",
+    )
+    queue_fill_interval_s: float = Field(
+        2.0, gt=0, le=3600,
+        description="Seconds between the passes that add arriving runs to annotation queues (a run enters about "
+        "this long after its outcome is stored).",
     )
 
     scores: list[ScoreConfig] = Field(
@@ -173,6 +186,14 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _alert_rules(self) -> Settings:
         check_rules(self.alerts, self.alert_channels)
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_queues(self) -> Settings:
+        seen = [(q.project, q.name) for q in self.queues]
+        twice = sorted({f"{p}/{n}" for p, n in seen if seen.count((p, n)) > 1})
+        if twice:
+            raise ValueError(f"[[queues]] declared more than once: {', '.join(twice)}")
         return self
 
     @classmethod

@@ -633,6 +633,65 @@ CREATE TABLE IF NOT EXISTS score_configs (
     updated_by  VARCHAR
 )
 """
+# Annotation queues (ingest/queues/): a queue's definition and watermark, its items (one per run that
+# entered), the person holding an item (a lease), and each person's decision on an item (labelled with
+# the values written as scores, or skipped). No keys, like every table here: the writer thread inserts
+# only after an anti-join (ingest/queues/fill.py, items.py).
+QUEUES_MIGRATION = [
+    """
+    CREATE TABLE IF NOT EXISTS annotation_queues (
+        project          VARCHAR   NOT NULL,
+        name             VARCHAR   NOT NULL,
+        description      VARCHAR,
+        filter           JSON      NOT NULL,   -- ingest.queues.model.QueueFilter
+        sampling_rate    DOUBLE    NOT NULL,
+        score_configs    VARCHAR[] NOT NULL,
+        assignees        VARCHAR[] NOT NULL,
+        labels_per_item  INTEGER   NOT NULL,
+        lease_s          INTEGER   NOT NULL,
+        declared         BOOLEAN   NOT NULL,   -- from steplens.toml: the file owns it
+        watermark        TIMESTAMP NOT NULL,   -- runs updated after this are still to be looked at
+        created_at       TIMESTAMP NOT NULL,
+        created_by       VARCHAR,
+        updated_at       TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_items (
+        project    VARCHAR   NOT NULL,
+        queue      VARCHAR   NOT NULL,
+        trace_id   VARCHAR   NOT NULL,
+        run_start  TIMESTAMP,
+        added_at   TIMESTAMP NOT NULL,
+        source     VARCHAR   NOT NULL,          -- live | backfill
+        status     VARCHAR   NOT NULL,          -- pending | done | skipped (in progress: a live claim)
+        decided_at TIMESTAMP
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_claims (
+        project     VARCHAR   NOT NULL,
+        queue       VARCHAR   NOT NULL,
+        trace_id    VARCHAR   NOT NULL,
+        user_name   VARCHAR   NOT NULL,
+        claimed_at  TIMESTAMP NOT NULL,
+        lease_until TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_labels (
+        project    VARCHAR   NOT NULL,
+        queue      VARCHAR   NOT NULL,
+        trace_id   VARCHAR   NOT NULL,
+        user_name  VARCHAR   NOT NULL,
+        decision   VARCHAR   NOT NULL,          -- labelled | skipped
+        "values"   JSON,                        -- {config name: value} as submitted (and scored)
+        score_ids  JSON,                        -- {config name: score id}
+        comment    VARCHAR,
+        decided_at TIMESTAMP NOT NULL
+    )
+    """,
+]
 
 def _attr_text(name: str) -> str:
     """SQL for the text of the attribute `name` of a log_records row (names hold dots: quoted)."""
@@ -665,10 +724,51 @@ FROM {{source}}
 WHERE event_name = '{c.GEN_AI_EVENT_EVALUATION_RESULT}' AND coalesce(eval_name, '') <> '' AND trace_id IS NOT NULL
     AND (isfinite(eval_score_value) OR coalesce(eval_score_label, '') <> '')
 """
+# `gen_ai.evaluation.result` events a client put on a span (the span-event form of the same
+# convention) as rows shaped like log_records, so EVALUATION_SCORES_SELECT reads them the same way;
+# the "record key" is the span and the event's position, stable for a span that is stored once.
+# `{source}`: a table of spans rows (the loader's new spans).
+def span_evaluation_events(source: str) -> str:
+    """The `gen_ai.evaluation.result` span events of the spans in `source` as log_records-like rows."""
+    event = c.GEN_AI_EVENT_EVALUATION_RESULT
+
+    def attr(name: str) -> str:
+        return f"""json_extract_string(attrs, '$."{name}"')"""
+
+    return f"""(
+WITH ev AS (
+    SELECT project, trace_id, span_id, service, ingested_at, start_time,
+        unnest(evs) AS ev, generate_subscripts(evs, 1) AS i
+    FROM (SELECT project, trace_id, span_id, service, ingested_at, start_time,
+              from_json(events::VARCHAR, '["JSON"]') AS evs
+          FROM {source} WHERE events::VARCHAR LIKE '%{event}%')
+), e AS (
+    SELECT *, json_extract(ev, '$.attributes') AS attrs FROM ev WHERE json_extract_string(ev, '$.name') = '{event}'
+)
+SELECT project, trace_id, span_id, service, ingested_at, '{event}' AS event_name,
+    coalesce(TRY_CAST(json_extract_string(ev, '$.time') AS TIMESTAMP), start_time) AS time, attrs AS attributes,
+    {attr(c.GEN_AI_EVALUATION_NAME)} AS eval_name,
+    TRY_CAST({attr(c.GEN_AI_EVALUATION_SCORE_VALUE)} AS DOUBLE) AS eval_score_value,
+    {attr(c.GEN_AI_EVALUATION_SCORE_LABEL)} AS eval_score_label,
+    {attr(c.GEN_AI_EVALUATION_EXPLANATION)} AS eval_explanation,
+    'span-' || span_id || '-' || i AS record_key
+FROM e
+) AS span_evaluations"""
+
+
 # the evaluation results stored as log records before scores existed become scores once
 EVALUATION_SCORES_BACKFILL = f"""
 INSERT INTO scores BY NAME
 SELECT e.*, {trace_key_sql("e.trace_id")} AS trace_key FROM ({EVALUATION_SCORES_SELECT.format(source="log_records")}) e
+ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
+"""
+
+# the evaluation span events of spans stored before scores existed become scores once (one scan of
+# the events column, filtered by text before any JSON is parsed)
+SPAN_EVALUATION_SCORES_BACKFILL = f"""
+INSERT INTO scores BY NAME
+SELECT e.*, {trace_key_sql("e.trace_id")} AS trace_key
+FROM ({EVALUATION_SCORES_SELECT.format(source=span_evaluation_events("spans"))}) e
 ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
 """
 
@@ -714,6 +814,8 @@ MIGRATIONS: list[list[str]] = [
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
     [SCORES_DDL, SCORE_CONFIGS_DDL],  # scores of runs, spans and sessions, and the API's score configs
     [EVALUATION_SCORES_BACKFILL],  # stored gen_ai.evaluation.result log records become scores
+    [SPAN_EVALUATION_SCORES_BACKFILL],  # and so do the evaluation span events of stored spans
     [DATASETS_DDL, DATASET_CASES_DDL],  # datasets of eval cases made from stored runs
+    QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
 ]
 

@@ -12,6 +12,7 @@ while someone pages never shifts later pages. A replaced score moves to its new 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,7 @@ from ingest.schema import trace_key_sql
 from ingest.scores.configs import ScoreConfig
 from ingest.scores.model import DataType, join_value
 
+_HEX15 = re.compile(r"^[0-9a-f]{15}$")
 SCORE_COLUMNS = (
     "project", "score_id", "name", "data_type", "value_numeric", "value_label", "comment", "source", "author",
     "created_at", "trace_id", "span_id", "session_id", "metadata",
@@ -144,10 +146,12 @@ def api_configs(cur: duckdb.DuckDBPyConnection, project: str) -> list[ScoreConfi
     ]
 
 
-_LATEST = """
-SELECT project, trace_id, name, data_type, value_numeric, value_label FROM scores
-WHERE trace_id IN ({ids}) AND project IN ({projects})
-QUALIFY row_number() OVER (PARTITION BY project, trace_id, name ORDER BY created_at DESC, score_id DESC) = 1
+# The page's trace keys (BIGINT, ingest.schema.trace_key_sql) as a semi-join: one scan comparing
+# integers; the ids, projects and "latest per name" are settled in Python over the few rows found
+# (a window function here cost several times the scan).
+_OF_TRACES = """
+SELECT project, trace_id, name, data_type, value_numeric, value_label, created_at, score_id
+FROM scores s SEMI JOIN (SELECT unnest(?::BIGINT[]) AS k) keys ON s.trace_key = keys.k
 """
 
 
@@ -156,16 +160,20 @@ def latest_values(cur: duckdb.DuckDBPyConnection, runs: list[dict[str, Any]]) ->
     scores alike), one query for the page."""
     for run in runs:
         run["scores"] = {}
-    if not runs:
-        return
     by_key = {(r["project"], r["trace_id"]): r for r in runs}
-    ids = sorted({r["trace_id"] for r in runs})
-    projects = sorted({r["project"] for r in runs})
-    sql = _LATEST.format(ids=", ".join("?" for _ in ids), projects=", ".join("?" for _ in projects))
-    for project, trace_id, name, data_type, numeric, label in cur.execute(sql, [*ids, *projects]).fetchall():
-        run = by_key.get((project, trace_id))
-        if run is not None:
-            run["scores"][name] = join_value(data_type, numeric, label)
+    keys = sorted({int(t[:15], 16) for _, t in by_key if _HEX15.match(t[:15])})
+    if not keys:
+        return
+    latest: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+    for row in cur.execute(_OF_TRACES, [keys]).fetchall():
+        project, trace_id, name, _, _, _, created_at, score_id = row
+        if (project, trace_id) not in by_key:
+            continue
+        best = latest.get((project, trace_id, name))
+        if best is None or (created_at, score_id) > (best[6], best[7]):
+            latest[(project, trace_id, name)] = row
+    for (project, trace_id, name), row in sorted(latest.items()):
+        by_key[(project, trace_id)]["scores"][name] = join_value(row[3], row[4], row[5])
 
 
 MAX_AGGREGATE_ROWS = 5000

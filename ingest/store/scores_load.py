@@ -9,7 +9,8 @@ Replacement by id (design.md §3 "scores"): one row per (project, score_id). A s
 stored already replaces the stored row only when its `created_at` is later; an equal or older one
 (a retry, a late duplicate) is ignored. Within one batch the latest `created_at` of an id wins, the
 first sent of equal ones. `gen_ai.evaluation.result` log records become scores in the load that
-stores them (`insert_evaluation_scores`, source `client`). Done with DELETE + anti-joined INSERT rather than a UNIQUE index
+stores them (`insert_evaluation_scores`, source `client`), and so do span events of that name
+(`insert_span_evaluation_scores`). Done with DELETE + anti-joined INSERT rather than a UNIQUE index
 (ingest/schema.py says why the store has none).
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ingest.schema import EVALUATION_SCORES_SELECT, trace_key_sql
+from ingest.schema import EVALUATION_SCORES_SELECT, span_evaluation_events, trace_key_sql
 from ingest.scores.model import Score
 
 PAYLOAD_VERSION = 1
@@ -140,6 +141,12 @@ def _apply(conn: duckdb.DuckDBPyConnection) -> int:
     finally:
         conn.execute("DROP TABLE IF EXISTS new_scores")
     return int(written)
+
+
+def insert_span_evaluation_scores(conn: duckdb.DuckDBPyConnection, new_spans: str) -> int:
+    """Scores of the `gen_ai.evaluation.result` events on the spans in `new_spans` (the spans a load
+    just inserted), read like the log records of that name, in the caller's transaction."""
+    return insert_evaluation_scores(conn, span_evaluation_events(new_spans))
 
 
 def insert_evaluation_scores(conn: duckdb.DuckDBPyConnection, new_logs: str) -> int:

@@ -1,4 +1,4 @@
-"""The Trace page has a Scores panel: every score of the trace (a reviewer's label, a judge's
+"""The Runs page shows each run's latest scores in one column, and the Trace page has a Scores panel: every score of the trace (a reviewer's label, a judge's
 verdict with its reason, a client's evaluation event, an end user's feedback on a span) with its
 value, source, author, comment and time, oldest first; a comment that looks like Markdown is shown
 as the text it is.
@@ -41,3 +41,20 @@ def test_scores_panel(start_ingest_server, ui_env) -> None:
     assert list(table["author"]) == ["judge-model", "ana", "u-7"]
     assert table["comment"][0] == "**wrong** city [x](http://evil)"  # a text cell, not Markdown
     assert table["span"][2] == root and table["span"].isna()[0]
+
+
+def test_runs_page_scores_column(start_ingest_server, ui_env) -> None:
+    server = start_ingest_server(grpc_port=0)
+    scored, unscored = send_runs(server.http_url, [RunSpec(agent="ticket"), RunSpec(agent="ops")])
+    body = [{"name": "correct", "value": True, "trace_id": scored.trace_id},
+            {"name": "stars", "value": 4, "trace_id": scored.trace_id},
+            {"name": "tone", "value": "polite", "trace_id": scored.trace_id}]
+    assert post_scores(server.http_url, body).status_code == 200
+    assert server.store.wait_loaded(10)
+    ui_env(server.http_url)
+    at = open_page("runs", {"since": "all"})
+    assert not at.exception
+    table = next(df.value for df in at.dataframe if "scores" in df.value.columns)
+    by_agent = {agent: (None if empty else text) for agent, text, empty in
+                zip(table["agent"], table["scores"], table["scores"].isna(), strict=True)}
+    assert by_agent == {"ticket": "correct=true · stars=4 · tone=polite", "ops": None}

@@ -17,7 +17,7 @@ from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from ingest.schema import EVALUATION_SCORES_BACKFILL
+from ingest.schema import EVALUATION_SCORES_BACKFILL, SPAN_EVALUATION_SCORES_BACKFILL
 from tests.ingest.scores.conftest import get_scores
 from tests.support.genai_logs import chat_with_events, log_provider
 from tracer import conventions as c
@@ -87,3 +87,41 @@ def test_evaluation_events_are_scores(scores_server: Any) -> None:
 
     assert scores_server.store.run_write(older_store).result(10) == [
         ("relevance", 0.75, "relevant", "client"), ("toxicity", None, "clean", "client")]
+
+
+def test_evaluation_span_events_are_scores(scores_server: Any) -> None:
+    """The span-event form of the convention (an SDK `span.add_event`), sent twice, is one score."""
+    from tests.support.genai_logs import span_provider
+
+    provider, memory = span_provider()
+    tracer_ = provider.get_tracer("judge")
+    with tracer_.start_as_current_span("invoke_agent weather") as agent:
+        agent.set_attribute(c.GEN_AI_OPERATION_NAME, c.OP_INVOKE_AGENT)
+        agent.set_attribute(c.GEN_AI_AGENT_NAME, "weather")
+        agent.add_event(c.GEN_AI_EVENT_EVALUATION_RESULT, {
+            c.GEN_AI_EVALUATION_NAME: "groundedness", c.GEN_AI_EVALUATION_SCORE_VALUE: 0.5,
+            c.GEN_AI_EVALUATION_EXPLANATION: "half the claims cited"})
+        agent.add_event("something.else", {c.GEN_AI_EVALUATION_NAME: "not an evaluation"})
+        agent.add_event(c.GEN_AI_EVENT_EVALUATION_RESULT, {
+            c.GEN_AI_EVALUATION_NAME: "pii", c.GEN_AI_EVALUATION_SCORE_LABEL: "none_found"})
+    provider.shutdown()
+    spans = memory.get_finished_spans()
+    _export_spans(scores_server.http_url, spans)
+    _export_spans(scores_server.http_url, spans)  # a retried export: the span is stored once, so are its scores
+    assert scores_server.store.wait_loaded(10)
+    trace_hex = format(spans[0].context.trace_id, "032x")
+    got = {s["name"]: s for s in get_scores(scores_server.http_url, trace_id=trace_hex)}
+    assert set(got) == {"groundedness", "pii"}
+    assert (got["groundedness"]["value"], got["groundedness"]["comment"]) == (0.5, "half the claims cited")
+    assert (got["pii"]["value"], got["pii"]["data_type"], got["pii"]["source"]) == ("none_found", "categorical", "client")
+    assert got["pii"]["agent"] == "weather" and got["pii"]["span_id"] == format(spans[0].context.span_id, "016x")
+    assert len(get_scores(scores_server.http_url)) == 2
+
+    def older_store(conn: Any) -> list[tuple[Any, ...]]:  # spans stored before scores existed
+        conn.execute("DELETE FROM scores")
+        conn.execute(SPAN_EVALUATION_SCORES_BACKFILL)
+        conn.execute(SPAN_EVALUATION_SCORES_BACKFILL)
+        return conn.execute("SELECT name, value_numeric, value_label FROM scores ORDER BY name").fetchall()
+
+    assert scores_server.store.run_write(older_store).result(10) == [("groundedness", 0.5, None),
+                                                                      ("pii", None, "none_found")]
