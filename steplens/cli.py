@@ -240,8 +240,11 @@ def dataset_create(
     filter_: Annotated[list[str] | None, typer.Option("--filter", help="A GET /api/runs parameter as KEY=VALUE "
                                                                         "(agent=ops, ok=false, since=7d, limit=50).")] = None,
     trace_id: Annotated[list[str] | None, typer.Option("--trace-id", help="A run by trace id (repeatable).")] = None,
+    queue: Annotated[str | None, typer.Option(help="The runs people labelled in this annotation queue.")] = None,
     out: Annotated[Path | None, typer.Option(help="Also write the cases to this JSONL file.")] = None,
     expected: Annotated[str, typer.Option(help="correction_or_answer, answer, correction or none.")] = "correction_or_answer",
+    correction_score: Annotated[str, typer.Option(help="The score whose comment (or label) is a reviewer's "
+                                                       "correction.")] = "correction",
     tools: Annotated[str, typer.Option(help="sequence, set or none: the run's tools as the expectation.")] = "sequence",
     forbidden_tool: Annotated[list[str] | None, typer.Option("--forbidden-tool", help="A tool no case may call.")] = None,
     replace: Annotated[bool, typer.Option(help="Replace a dataset of this name.")] = False,
@@ -252,7 +255,8 @@ def dataset_create(
     from ingest.datasets.cli import create_command
 
     raise typer.Exit(create_command(api, name, filter_ or [], trace_id or [], out, expected, tools,
-                                    forbidden_tool or [], replace, description))
+                                    forbidden_tool or [], replace, description, queue=queue,
+                                    correction_score=correction_score))
 
 
 @dataset_app.command("get")

@@ -191,9 +191,10 @@ def _score_drift_rows(
     data_type = score_types(cur, filters, [metric.score]).get(metric.score)
     if data_type is None:
         return [], None
-    if (data_type == ScoreType.CATEGORICAL) != (metric.label is not None):
-        return [], (f"{metric.score} is {data_type}: drift watches "
-                    + ("a label's share (score:NAME=LABEL)" if metric.label is None else "the score itself"))
+    if data_type == ScoreType.CATEGORICAL and metric.label is None:
+        return [], f"{metric.score} is categorical: drift watches a label's share (score:NAME=LABEL)"
+    if data_type == ScoreType.NUMERIC and metric.label is not None:
+        return [], f"{metric.score} is numeric: drift watches the score itself (score:NAME), it has no labels"
     return score_buckets(cur, filters, metric.score, data_type, metric.label, origin, bucket_us), None
 
 

@@ -191,7 +191,7 @@ def _score_events(runs: RunSet, metric: Metric, data_type: ScoreType) -> tuple[n
     if col is None or col.data_type is not data_type:
         empty = np.zeros(len(runs), dtype=bool)
         return empty, empty
-    if data_type is ScoreType.BOOLEAN:
+    if data_type is ScoreType.BOOLEAN and metric.label is None:
         known = ~np.isnan(col.numbers)
         return known, known & (np.nan_to_num(col.numbers) >= 0.5)
     known = np.array([label is not None for label in col.labels], dtype=bool)
@@ -212,15 +212,15 @@ def _test_score(pair: Pair, metric: Metric, config: RegressionConfig) -> tuple[T
         bm, cm = ~np.isnan(bv), ~np.isnan(cv)
         result = compare_samples(bv[bm], cv[cm], config.confidence)
         return result, _typical(b, bv, bm), _extreme(c, cv, cm, higher_is_worse=False)
-    testable = (data_type is ScoreType.BOOLEAN and metric.label is None) or (
-        data_type is ScoreType.CATEGORICAL and metric.label is not None
-    )
-    if not testable:  # no such score on either side, or a label asked of a numeric/boolean score
+    # a boolean score is its share judged true, or with a label (`score:correct=false`) that label's
+    # share, whose floor is relative to it: 2% -> 10% judged false is +400%, where 98% -> 90% true is -8%
+    testable = data_type is ScoreType.BOOLEAN or (data_type is ScoreType.CATEGORICAL and metric.label is not None)
+    if not testable:  # no such score on either side, or a label asked of a numeric score
         return compare_rates(0, 0, 0, 0, config.confidence), [], []
     bk, be = _score_events(b, metric, data_type)
     ck, ce = _score_events(c, metric, data_type)
     result = compare_rates(int(be.sum()), int(bk.sum()), int(ce.sum()), int(ck.sum()), config.confidence)
-    if data_type is ScoreType.BOOLEAN:  # the evidence of a boolean score is the runs judged false
+    if data_type is ScoreType.BOOLEAN and metric.label is None:  # the evidence: the runs judged false
         return result, _with_event(b, bk & ~be), _with_event(c, ck & ~ce)
     return result, _with_event(b, be), _with_event(c, ce)
 

@@ -1,7 +1,8 @@
 """`/api/datasets`: save stored runs as a dataset of eval cases, list datasets, download one as JSONL.
 
-- `POST /api/datasets` (scope `annotate`; `admin` has it): `DatasetIn` (ingest/datasets/model.py);
-  the runs are those the key may read, the dataset belongs to the key's project. 409 when the name
+- `POST /api/datasets` (scope `annotate`; `admin` has it): `DatasetIn` (ingest/datasets/model.py):
+  a runs filter, trace ids, or an annotation queue's labelled runs; the runs are those the key may
+  read, the queue and the dataset are the key's project's. 409 when the name
   exists and `replace` is not set; the answer lists the runs skipped and why.
 - `GET /api/datasets` (scope `read`): the datasets of the readable projects.
 - `GET /api/datasets/{name}` (scope `read`): the cases as JSONL (`application/x-ndjson`), the file
@@ -23,7 +24,7 @@ from ingest.api.execute import ReadableStore, run_read
 from ingest.api.runs import run_filters
 from ingest.auth import Principal, require_scope
 from ingest.datasets import store as dataset_store
-from ingest.datasets.build import build_cases
+from ingest.datasets.build import QueueNotFound, build_cases
 from ingest.datasets.model import DatasetCreated, DatasetIn, DatasetInfo, DatasetList
 
 JSONL = "application/x-ndjson"
@@ -44,9 +45,12 @@ def build_datasets_router(store: Any, read_access: Callable[..., Any] | None = N
     ) -> DatasetCreated:
         narrowed = access.narrow(body.filter.project if body.filter else None)
         filters = run_filters(body.filter, narrowed) if body.filter else None
-        cases, skipped = await asyncio.to_thread(
-            run_read, readable, lambda cur: build_cases(cur, body, narrowed, filters), timeout_s
-        )
+        try:
+            cases, skipped = await asyncio.to_thread(
+                run_read, readable, lambda cur: build_cases(cur, body, narrowed, filters, caller.project), timeout_s
+            )
+        except QueueNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
         info = DatasetInfo(project=caller.project, name=body.name, description=body.description, cases=len(cases),
                            created_at=datetime.now(UTC).replace(tzinfo=None), created_by=caller.name)
         selection = body.model_dump(mode="json", exclude={"replace", "description", "name"}, exclude_none=True)

@@ -22,10 +22,12 @@ from typing import Any
 
 import duckdb
 
-from ingest.datasets.model import DatasetIn, Skipped
+from ingest.datasets.model import MAX_DATASET_RUNS, DatasetIn, Skipped
 from ingest.queries.runs import find_runs_by_trace, list_runs
 from ingest.queries.scores import scores_of_trace
 from ingest.queries.traces import trace_spans
+from ingest.queues import table as queues
+from ingest.queues.results import results as queue_results
 from tracer.conventions import RUN_ANSWER, RUN_TASK, TOOL_DECISION, OperationClass, ToolDecision
 
 TaskCase = dict[str, Any]
@@ -102,12 +104,26 @@ def case_of(run: dict[str, Any], spans: list[dict[str, Any]], scores: list[dict[
     }
 
 
+class QueueNotFound(LookupError):
+    """The request names an annotation queue the key's project does not have."""
+
+
+def queue_trace_ids(cur: duckdb.DuckDBPyConnection, project: str, name: str) -> list[str]:
+    """The runs people labelled (not only skipped) in queue `name` of `project`, by trace id."""
+    queue = queues.get(cur, project, name)
+    if queue is None:
+        raise QueueNotFound(f"no annotation queue {name!r} in project {project!r}")
+    return sorted(queue_results(cur, queue).labels)[:MAX_DATASET_RUNS]
+
+
 def _selected_runs(cur: duckdb.DuckDBPyConnection, request: DatasetIn, projects: frozenset[str] | None,
-                   run_filters: Any) -> tuple[list[dict[str, Any]], list[Skipped]]:
+                   run_filters: Any, project: str) -> tuple[list[dict[str, Any]], list[Skipped]]:
     """The runs the request names (with their span extent), and the trace ids that name no run."""
     missing: list[Skipped] = []
     trace_ids = request.trace_ids
-    if trace_ids is None:
+    if request.queue is not None:
+        trace_ids = queue_trace_ids(cur, project, request.queue)
+    elif trace_ids is None:
         assert request.filter is not None
         page = list_runs(cur, run_filters, sort=request.filter.sort, order=request.filter.order,
                          limit=request.filter.limit)
@@ -123,9 +139,10 @@ def _selected_runs(cur: duckdb.DuckDBPyConnection, request: DatasetIn, projects:
 
 
 def build_cases(cur: duckdb.DuckDBPyConnection, request: DatasetIn, projects: frozenset[str] | None,
-                run_filters: Any) -> tuple[list[TaskCase], list[Skipped]]:
-    """Every selected run as a case, in selection order, and the runs skipped with their reasons."""
-    runs, skipped = _selected_runs(cur, request, projects, run_filters)
+                run_filters: Any, project: str) -> tuple[list[TaskCase], list[Skipped]]:
+    """Every selected run as a case, in selection order, and the runs skipped with their reasons
+    (`project`: the caller's, where a named queue is looked up; QueueNotFound when it has none)."""
+    runs, skipped = _selected_runs(cur, request, projects, run_filters, project)
     cases: list[TaskCase] = []
     for run in runs:
         spans = trace_spans(cur, run["trace_id"], run["project"], run["span_start"], run["span_end"],

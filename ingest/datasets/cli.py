@@ -5,7 +5,8 @@
     steplens eval run ops-v2.jsonl --agent ops --version v2 --endpoint http://127.0.0.1:4318
 
 `--filter KEY=VALUE` takes the parameters of `GET /api/runs` (agent, version, ok, stop_reason,
-since, mode, limit, ...), `--trace-id` names runs one by one instead. The API key comes from
+since, mode, limit, ...), `--trace-id` names runs one by one instead, `--queue` takes the runs people
+labelled in an annotation queue. The API key comes from
 STEPLENS_API_KEY (create: the annotate or admin scope; get: read).
 
 Exit codes: 0 saved (and written to --out); 1 saved but no run could become a case; 2 refused or
@@ -72,20 +73,24 @@ def create_command(
     api: str, name: str, filters: list[str], trace_ids: list[str], out: Path | None = None,
     expected: str = "correction_or_answer", tools: str = "sequence", forbidden_tools: list[str] | None = None,
     replace: bool = False, description: str | None = None, console: Console | None = None,
+    queue: str | None = None, correction_score: str = "correction",
 ) -> int:
     """POST /api/datasets, print what was saved and skipped, and write the JSONL to `out` if given."""
     out_console = console or Console()
     err = console or Console(stderr=True)
-    if bool(filters) == bool(trace_ids):
-        err.print("[bold red]steplens dataset create:[/] select runs with --filter KEY=VALUE ... or --trace-id ID ..., "
-                  "not both and not neither", highlight=False)
+    if sum((bool(filters), bool(trace_ids), queue is not None)) != 1:
+        err.print("[bold red]steplens dataset create:[/] select runs with one of --filter KEY=VALUE ..., "
+                  "--trace-id ID ... or --queue NAME", highlight=False)
         return EXIT_ERROR
     try:
-        selection: dict[str, Any] = {"filter": parse_filters(filters)} if filters else {"trace_ids": trace_ids}
+        selection: dict[str, Any] = (
+            {"filter": parse_filters(filters)} if filters else {"trace_ids": trace_ids} if trace_ids else {"queue": queue}
+        )
     except ValueError as exc:
         err.print(f"[bold red]steplens dataset create:[/] {escape(str(exc))}", highlight=False)
         return EXIT_ERROR
     body = {"name": name, "description": description, "expected": expected, "tools": tools,
+            "correction_score": correction_score,
             "forbidden_tools": forbidden_tools or [], "replace": replace, **selection}
     try:
         response = httpx.post(api.rstrip("/") + "/api/datasets", json=body, headers=_headers(), timeout=120)

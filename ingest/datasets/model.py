@@ -1,7 +1,7 @@
 """What `POST /api/datasets` takes and answers.
 
-Why the selection is the runs API's own filter (the same parameters as `GET /api/runs`) or a list of
-trace ids: a person finds the runs worth keeping on the Runs page or with the API first, then saves
+Why the selection is the runs API's own filter (the same parameters as `GET /api/runs`), a list of
+trace ids, or an annotation queue's labelled runs: a person finds the runs worth keeping on the Runs page or with the API first, then saves
 exactly that selection; a second vocabulary for the same filters would drift from the first.
 """
 
@@ -40,6 +40,9 @@ class DatasetIn(BaseModel):
     description: str | None = Field(None, max_length=2000)
     filter: RunSelection | None = Field(None, description="The runs `GET /api/runs` lists with these parameters.")
     trace_ids: list[str] | None = Field(None, max_length=MAX_DATASET_RUNS, description="These runs, in this order.")
+    queue: str | None = Field(None, min_length=1, max_length=200,
+                              description="The runs people labelled in this annotation queue of your project "
+                              "(their labels are scores: a `correction` one is the expected answer).")
     expected: Literal["correction_or_answer", "answer", "correction", "none"] = Field(
         "correction_or_answer",
         description="The expected answer: a reviewer's correction (the latest `correction_score` on the run: its "
@@ -74,8 +77,9 @@ class DatasetIn(BaseModel):
 
     @model_validator(mode="after")
     def _one_selection(self) -> DatasetIn:
-        if (self.filter is None) == (self.trace_ids is None):
-            raise ValueError("select the runs with exactly one of `filter` (the runs API's filters) or `trace_ids`")
+        if sum(x is not None for x in (self.filter, self.trace_ids, self.queue)) != 1:
+            raise ValueError("select the runs with exactly one of `filter` (the runs API's filters), `trace_ids` "
+                             "or `queue` (an annotation queue's labelled runs)")
         if self.trace_ids is not None and not self.trace_ids:
             raise ValueError("trace_ids is empty")
         return self

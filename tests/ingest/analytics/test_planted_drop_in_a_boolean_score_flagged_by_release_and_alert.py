@@ -155,3 +155,12 @@ def test_unusable_score_metrics_are_422(planted) -> None:  # type: ignore[no-unt
                    {"comparison": "drift", "metrics": "cost_usd"}):
         r = httpx.get(planted.http_url + "/api/regressions", params=params, timeout=10)
         assert r.status_code == 422, (params, r.text)
+
+
+def test_the_share_judged_false_is_a_metric_too(planted) -> None:  # type: ignore[no-untyped-def]
+    body = _get(planted, comparison="release", metrics="score:correct=false")
+    f = _finding(body, "dropped", "score:correct=false")
+    assert f["verdict"] == "regression", f  # 10% -> 25% judged false: its share rising is worse
+    assert f["baseline"]["value"] == pytest.approx(0.10) and f["current"]["value"] == pytest.approx(0.25)
+    steady = _finding(body, "steady", "score:correct=false")
+    assert steady["verdict"] == "no_change" and steady["current"]["value"] == pytest.approx(0.12)

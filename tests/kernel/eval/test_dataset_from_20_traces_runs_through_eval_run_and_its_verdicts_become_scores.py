@@ -18,6 +18,7 @@ from kernel.eval import load_dataset, load_run
 from kernel.eval.cli import eval_run_command
 from kernel.examples.demo import run_demo
 from tests.support.scores_http import list_scores, post_scores, run_trace_ids
+from tracer import conventions as c
 
 STEPLENS = str(Path(sys.executable).with_name("steplens"))
 CASES = 20
@@ -49,8 +50,8 @@ def test_dataset_of_20_traces_runs_through_eval_and_its_results_are_scores(inges
     for case in cases:
         trace = httpx.get(f"{url}/api/traces/{case.source['trace_id']}").json()  # type: ignore[index]
         [root] = [s for s in trace["spans"] if s["span_id"] == trace["run"]["root_span_id"]]
-        assert case.task == root["attributes"]["steplens.run.task"]
-        assert case.expect.answer_contains == [root["attributes"]["steplens.run.answer"].strip()]
+        assert case.task == root["attributes"][c.RUN_TASK]
+        assert case.expect.answer_contains == [root["attributes"][c.RUN_ANSWER].strip()]
         succeeded = [s["tool_name"] for s in trace["spans"] if s["operation"] == "tool" and s["status"] != "ERROR"]
         assert case.expect.tools_sequence == succeeded
         assert case.expect.forbidden_tools == ["escalate_to_human"] and case.category == "ticket"
