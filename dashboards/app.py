@@ -35,6 +35,7 @@ PAGES = [
     st.Page("views/sql.py", title="SQL", icon=":material/terminal:", url_path="sql"),
     st.Page("views/sessions.py", title="Sessions", icon=":material/forum:", url_path="sessions"),
     st.Page("views/graph.py", title="Agent graph", icon=":material/hub:", url_path="graph"),
+    st.Page("views/queues.py", title="Queues", icon=":material/rate_review:", url_path="queues"),
 ]
 
 page = st.navigation(PAGES)

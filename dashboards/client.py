@@ -28,6 +28,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 from dashboards.alerts_models import AlertEvents, Alerts, Regressions
 from dashboards.approvals_models import Approval, Approvals
 from dashboards.config import UISettings
+from dashboards.datasets_models import DatasetSaved
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
 from dashboards.sessions_models import Graph, SavedView, SavedViews, Session, SessionsPage
@@ -103,6 +104,9 @@ def _expires(key: tuple[Any, ...], _value: Any, now: float) -> float:
 
 _CACHE: TLRUCache[tuple[Any, ...], Any] = TLRUCache(maxsize=256, ttu=_expires)
 _CACHE_LOCK = threading.Lock()
+
+
+_DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 def clear_cache() -> None:
@@ -349,6 +353,32 @@ class QueryClient:
         if response.status_code == 409:
             raise ApiError(_detail(response), 409)
         return self._check(response, path.removeprefix("/api/").split("/")[0])
+
+    def save_dataset(self, name: str, run_params: Mapping[str, Any], replace: bool = False) -> DatasetSaved:
+        """`POST /api/datasets` (scope annotate): the runs `GET /api/runs` lists with `run_params`,
+        saved as dataset `name`. Never cached, never retried; 401/403 raise `AccessDenied`."""
+        if not _DATASET_NAME.fullmatch(name):  # also keeps user text out of later URL paths
+            raise BadRequest("a dataset name is 1-128 letters, digits, '_', '.' or '-', starting with a letter "
+                             f"or digit; got {name[:80]!r}", 422)
+        body = {"name": name, "filter": dict(run_params), "replace": replace}
+        try:
+            response = self._http.post("/api/datasets", json=body)
+        except httpx.HTTPError as exc:
+            raise ApiUnavailable(f"cannot reach the steplens query API at {self.base_url} "
+                                 f"({type(exc).__name__}): {START_HINT}") from exc
+        if response.status_code == 409:
+            raise ApiError(f"not saved: {_detail(response)}", 409)
+        try:
+            return DatasetSaved.model_validate(self._check(response, "datasets").json())
+        except (ValueError, ValidationError) as exc:
+            raise ApiError(f"the server's answer to /api/datasets has an unexpected shape: {type(exc).__name__}",
+                           response.status_code) from exc
+
+    def dataset_jsonl(self, name: str, project: str) -> str:
+        """`GET /api/datasets/{name}`: the dataset's cases as JSONL (never cached: it may be replaced)."""
+        if not _DATASET_NAME.fullmatch(name):
+            raise BadRequest(f"not a dataset name: {name[:80]!r}", 422)
+        return self._get(f"/api/datasets/{name}", {"project": project}, "datasets").text
 
     # ------------------------------------------------------------------ plumbing
 

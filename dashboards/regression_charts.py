@@ -42,8 +42,15 @@ def findings_rows(findings: list[Finding]) -> list[dict[str, str]]:
     ]
 
 
+def drift_label(metric: str) -> str:
+    """What a drift chart plots: mean steps per run, or a score's mean (share) per scored run."""
+    return "mean steps per run" if metric == "steps" else f"{metric} per scored run"
+
+
 def drift_figure(result: DriftResult) -> go.Figure:
-    """Mean steps per bucket with the reference mean and a +/-2 standard-error band; alarms marked."""
+    """The watched metric's mean per bucket (steps, or a score) with the reference mean and a
+    +/-2 standard-error band; alarms marked."""
+    label = drift_label(result.metric)
     drawn = [p for p in result.points if p.mean is not None]
     xs = [p.start for p in drawn]
     ys = [p.mean for p in drawn]
@@ -54,11 +61,12 @@ def drift_figure(result: DriftResult) -> go.Figure:
                                  + [result.reference_mean - s for s in se][::-1],
                                  fill="toself", line={"width": 0}, opacity=0.2, name="baseline band"))
         fig.add_hline(y=result.reference_mean, line_dash="dot", annotation_text="baseline mean")
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name="mean steps per run"))
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=label))
     alarms = [p for p in drawn if p.alarm]
     if alarms:
         fig.add_trace(go.Scatter(x=[p.start for p in alarms], y=[p.mean for p in alarms], mode="markers",
                                  marker={"size": 12, "symbol": "x"}, name="CUSUM alarm"))
-    fig.update_layout(title=f"{result.agent or '(no agent)'}: mean steps per run", height=320,
-                      margin={"t": 60, "b": 20}, legend=LEGEND_TOP, yaxis_title="steps")
+    fig.update_layout(title=f"{result.agent or '(no agent)'}: {label}", height=320,
+                      margin={"t": 60, "b": 20}, legend=LEGEND_TOP,
+                      yaxis_title="steps" if result.metric == "steps" else result.metric)
     return fig

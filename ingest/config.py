@@ -22,6 +22,7 @@ from pydantic_settings import (
 
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
 from ingest.otlp.limits import AttributeLimits
+from ingest.queues.model import DeclaredQueue
 from ingest.scores.configs import ScoreConfig, check_file_configs
 
 Scope = Literal["ingest", "read", "admin", "operator", "annotate"]
@@ -144,7 +145,8 @@ class Settings(BaseSettings):
     alerts_defaults: bool = Field(
         True,
         description="With no `[[alerts]]` configured, evaluate the built-in rules (per agent: steps per run release "
-        "vs release, steps drift, failure rate and cost per run last 24 h vs the 7 days before; to the log). "
+        "vs release, steps drift, failure rate and cost per run last 24 h vs the 7 days before, every score release vs "
+        "release; to the log). "
         "Any `[[alerts]]` replaces them; false turns them off. See docs/alerts.md.",
     )
     search_index: Path | None = Field(
@@ -165,6 +167,16 @@ class Settings(BaseSettings):
     )
     sql_max_query_bytes: int = Field(
         64 * 1024, ge=256, le=16 * MIB, description="Longest SQL text `POST /api/sql` accepts (400 beyond)."
+    )
+    queues: list[DeclaredQueue] = Field(
+        default_factory=list,
+        description="Annotation queues (`[[queues]]`: name, project, filter, sampling_rate, score_configs, "
+        "assignees, labels_per_item, lease_s), kept as the file says at startup; see README \"Annotation queues\".",
+    )
+    queue_fill_interval_s: float = Field(
+        2.0, gt=0, le=3600,
+        description="Seconds between the passes that add arriving runs to annotation queues (a run enters about "
+        "this long after its outcome is stored).",
     )
 
     scores: list[ScoreConfig] = Field(
@@ -197,6 +209,14 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _alert_rules(self) -> Settings:
         check_rules(self.alerts, self.alert_channels)
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_queues(self) -> Settings:
+        seen = [(q.project, q.name) for q in self.queues]
+        twice = sorted({f"{p}/{n}" for p, n in seen if seen.count((p, n)) > 1})
+        if twice:
+            raise ValueError(f"[[queues]] declared more than once: {', '.join(twice)}")
         return self
 
     @classmethod

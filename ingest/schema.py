@@ -649,6 +649,65 @@ CREATE TABLE IF NOT EXISTS score_configs (
     updated_by  VARCHAR
 )
 """
+# Annotation queues (ingest/queues/): a queue's definition and watermark, its items (one per run that
+# entered), the person holding an item (a lease), and each person's decision on an item (labelled with
+# the values written as scores, or skipped). No keys, like every table here: the writer thread inserts
+# only after an anti-join (ingest/queues/fill.py, items.py).
+QUEUES_MIGRATION = [
+    """
+    CREATE TABLE IF NOT EXISTS annotation_queues (
+        project          VARCHAR   NOT NULL,
+        name             VARCHAR   NOT NULL,
+        description      VARCHAR,
+        filter           JSON      NOT NULL,   -- ingest.queues.model.QueueFilter
+        sampling_rate    DOUBLE    NOT NULL,
+        score_configs    VARCHAR[] NOT NULL,
+        assignees        VARCHAR[] NOT NULL,
+        labels_per_item  INTEGER   NOT NULL,
+        lease_s          INTEGER   NOT NULL,
+        declared         BOOLEAN   NOT NULL,   -- from steplens.toml: the file owns it
+        watermark        TIMESTAMP NOT NULL,   -- runs updated after this are still to be looked at
+        created_at       TIMESTAMP NOT NULL,
+        created_by       VARCHAR,
+        updated_at       TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_items (
+        project    VARCHAR   NOT NULL,
+        queue      VARCHAR   NOT NULL,
+        trace_id   VARCHAR   NOT NULL,
+        run_start  TIMESTAMP,
+        added_at   TIMESTAMP NOT NULL,
+        source     VARCHAR   NOT NULL,          -- live | backfill
+        status     VARCHAR   NOT NULL,          -- pending | done | skipped (in progress: a live claim)
+        decided_at TIMESTAMP
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_claims (
+        project     VARCHAR   NOT NULL,
+        queue       VARCHAR   NOT NULL,
+        trace_id    VARCHAR   NOT NULL,
+        user_name   VARCHAR   NOT NULL,
+        claimed_at  TIMESTAMP NOT NULL,
+        lease_until TIMESTAMP NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS queue_labels (
+        project    VARCHAR   NOT NULL,
+        queue      VARCHAR   NOT NULL,
+        trace_id   VARCHAR   NOT NULL,
+        user_name  VARCHAR   NOT NULL,
+        decision   VARCHAR   NOT NULL,          -- labelled | skipped
+        "values"   JSON,                        -- {config name: value} as submitted (and scored)
+        score_ids  JSON,                        -- {config name: score id}
+        comment    VARCHAR,
+        decided_at TIMESTAMP NOT NULL
+    )
+    """,
+]
 
 def _attr_text(name: str) -> str:
     """SQL for the text of the attribute `name` of a log_records row (names hold dots: quoted)."""
@@ -749,6 +808,30 @@ CREATE TABLE IF NOT EXISTS saved_views (
 )
 """
 
+# Datasets of eval cases made from stored runs (ingest/datasets/): one row per dataset, one per case in
+# dataset order, the case as the JSON object `steplens eval run` reads (one line of the JSONL).
+DATASETS_DDL = """
+CREATE TABLE IF NOT EXISTS datasets (
+    project     VARCHAR   NOT NULL,
+    name        VARCHAR   NOT NULL,
+    description VARCHAR,
+    selection   JSON      NOT NULL,   -- the request that chose the runs (filter, trace ids, options)
+    cases       INTEGER   NOT NULL,
+    created_at  TIMESTAMP NOT NULL,
+    created_by  VARCHAR
+)
+"""
+DATASET_CASES_DDL = """
+CREATE TABLE IF NOT EXISTS dataset_cases (
+    project   VARCHAR NOT NULL,
+    dataset   VARCHAR NOT NULL,
+    position  INTEGER NOT NULL,
+    case_id   VARCHAR NOT NULL,
+    trace_id  VARCHAR NOT NULL,        -- the run the case was made from
+    body      JSON    NOT NULL         -- {id, category, task, expect, source}
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -770,5 +853,7 @@ MIGRATIONS: list[list[str]] = [
     [EVALUATION_SCORES_BACKFILL],  # stored gen_ai.evaluation.result log records become scores
     [SPAN_EVALUATION_SCORES_BACKFILL],  # and so do the evaluation span events of stored spans
     [SAVED_VIEWS_DDL],  # saved views of the dashboards, per project (/api/views)
+    [DATASETS_DDL, DATASET_CASES_DDL],  # datasets of eval cases made from stored runs
+    QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
 ]
 

@@ -381,11 +381,14 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api import build_query_router
     from ingest.api.alerts import build_alerts_router
     from ingest.api.approvals import build_approvals_router
+    from ingest.api.datasets import build_datasets_router
     from ingest.api.export import build_export_router
+    from ingest.api.queues import build_queues_router
     from ingest.api.regressions import build_regressions_router
     from ingest.api.scores import build_scores_router
     from ingest.api.sql import build_sql_router
     from ingest.api.views import build_views_router
+    from ingest.queues.service import QueueFiller
 
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults,
@@ -400,4 +403,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_export_router(store, timeout_s=settings.query_timeout_s, page_rows=settings.export_page_rows)),
         ("/api", build_views_router(store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_queues_router(store, QueueFiller(store, settings.queue_fill_interval_s, settings.queues),
+                                     timeout_s=settings.query_timeout_s)),  # the lifespan runs the queue filler
+        ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
     ]

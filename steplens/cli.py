@@ -229,6 +229,49 @@ def alerts_check(
     raise typer.Exit(check_command(api))
 
 
+dataset_app = typer.Typer(help="Datasets of eval cases made from stored runs (for `steplens eval run`).",
+                          no_args_is_help=True)
+app.add_typer(dataset_app, name="dataset")
+
+
+@dataset_app.command("create")
+def dataset_create(
+    name: Annotated[str, typer.Argument(help="Dataset name (letters, digits, _ . -).")],
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="A GET /api/runs parameter as KEY=VALUE "
+                                                                        "(agent=ops, ok=false, since=7d, limit=50).")] = None,
+    trace_id: Annotated[list[str] | None, typer.Option("--trace-id", help="A run by trace id (repeatable).")] = None,
+    queue: Annotated[str | None, typer.Option(help="The runs people labelled in this annotation queue.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write the cases to this JSONL file.")] = None,
+    expected: Annotated[str, typer.Option(help="correction_or_answer, answer, correction or none.")] = "correction_or_answer",
+    correction_score: Annotated[str, typer.Option(help="The score whose comment (or label) is a reviewer's "
+                                                       "correction.")] = "correction",
+    tools: Annotated[str, typer.Option(help="sequence, set or none: the run's tools as the expectation.")] = "sequence",
+    forbidden_tool: Annotated[list[str] | None, typer.Option("--forbidden-tool", help="A tool no case may call.")] = None,
+    replace: Annotated[bool, typer.Option(help="Replace a dataset of this name.")] = False,
+    description: Annotated[str | None, typer.Option(help="What the dataset is for.")] = None,
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Save stored runs as a dataset of eval cases (task, expected answer, tools). Needs the annotate scope."""
+    from ingest.datasets.cli import create_command
+
+    raise typer.Exit(create_command(api, name, filter_ or [], trace_id or [], out, expected, tools,
+                                    forbidden_tool or [], replace, description, queue=queue,
+                                    correction_score=correction_score))
+
+
+@dataset_app.command("get")
+def dataset_get(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    out: Annotated[Path, typer.Option(help="JSONL file to write.")],
+    project: Annotated[str | None, typer.Option(help="The project, when several of yours have the name.")] = None,
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Download a dataset as the JSONL `steplens eval run` reads."""
+    from ingest.datasets.cli import download
+
+    raise typer.Exit(download(api, name, out, project))
+
+
 eval_app = typer.Typer(help="Evaluate an agent on a dataset; compare two evaluations.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 
@@ -243,11 +286,14 @@ def eval_run(
     out: Annotated[Path, typer.Option(help="Where results go (<run_id>.json).")] = Path("data/evals"),
     concurrency: Annotated[int, typer.Option(min=1, help="Cases in flight at once.")] = 8,
     no_faults: Annotated[bool, typer.Option("--no-faults", help="A flawless simulated model.")] = False,
+    scores: Annotated[bool, typer.Option(help="With --endpoint: store each case's verdict as a score "
+                                              "(eval_passed, source eval) on its run.")] = True,
 ) -> None:
     """Run every case as a traced run tagged with eval ids; save and print the results."""
     from kernel.eval.cli import eval_run_command
 
-    raise typer.Exit(eval_run_command(dataset, agent, version, endpoint, seed, out, concurrency, no_faults))
+    raise typer.Exit(eval_run_command(dataset, agent, version, endpoint, seed, out, concurrency, no_faults,
+                                      scores=scores))
 
 
 @eval_app.command("compare")

@@ -1,5 +1,6 @@
 """Regressions: what changed, judged against noise. Flagged findings first, each with example
-traces from both sides; release-vs-release comparison; the steps trend against its baseline band."""
+traces from both sides; release-vs-release comparison; the trend of steps (or of a score) against
+its baseline band. Score metrics (`score:NAME`) are findings like the others."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dashboards.ui import (
     set_param,
 )
 
-COMPARISONS = {"window": "Last window vs baseline", "release": "Release vs release", "drift": "Drift (steps trend)"}
+COMPARISONS = {"window": "Last window vs baseline", "release": "Release vs release", "drift": "Drift (trend)"}
 
 
 st.title("Regressions")
@@ -62,12 +63,15 @@ with guard():
         set_param("current_version", cur_v)
         data = api.regressions(filters, "release", baseline_version=base_v, current_version=cur_v)
     else:
-        data = api.regressions(filters, "drift", bucket=param("bucket", "1d"))
+        metric = st.text_input("Metric (steps, or a score: score:NAME, score:NAME=LABEL)", param("metric", "steps"))
+        set_param("metric", metric)
+        data = api.regressions(filters, "drift", bucket=param("bucket", "1d"),
+                               metrics=None if metric.strip() in ("", "steps") else metric.strip())
 
     st.metric("Flagged", f"{data.flagged:,}")
     if comparison == "drift":
         if not data.drift:
-            empty_state("no runs with steps in this range; drift needs several buckets of runs (try 30d or all).")
+            empty_state("no runs with this metric in this range; drift needs several buckets of runs (try 30d or all).")
             st.stop()
         for i, result in enumerate(data.drift):
             with st.container(border=True):

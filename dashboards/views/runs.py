@@ -94,3 +94,8 @@ with guard():
         cursors.append(page.next)
         st.rerun()
     nav[2].caption(f"page {len(cursors)} · {len(page.runs)} runs · select a row to open its trace")
+
+    from dashboards.save_dataset import listing_params, save_as_dataset
+
+    save_as_dataset(client(), listing_params(filters, {"all": None, "ok": True, "failed": False}[status],
+                                             stop_reason or None, q.strip() or None, sort, order, PAGE_SIZE))

@@ -1,7 +1,8 @@
 """The built-in alert rules: what the server watches when the config names no `[[alerts]]`.
 
 Why built in: the regressions that matter most for agents (a release that takes more steps, a
-slow creep of steps, failing or costing more than last week) need no knowledge of the agent, so
+slow creep of steps, failing or costing more than last week, a release whose runs are judged worse:
+any score, `score:*`, each score of each agent alerted on separately) need no knowledge of the agent, so
 a new install should alert on them from the first start instead of waiting for the user to write
 TOML. Any configured `[[alerts]]` replaces the whole set (a user who writes rules wants exactly
 those); `alerts_defaults = false` turns it off.
@@ -32,6 +33,8 @@ def _rules_for(project: str | None) -> list[AlertRule]:
         AlertRule(name=f"cost per run: last 24 h vs the 7 days before{suffix}", kind=RuleKind.WINDOW,
                   metric="cost_usd", window=timedelta(hours=24), baseline=timedelta(days=7),
                   severity=Severity.INFO, **common),
+        AlertRule(name=f"scores: new release vs the previous{suffix}", kind=RuleKind.RELEASE, metric="score:*",
+                  severity=Severity.WARNING, **common),
     ]
 
 

@@ -15,17 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ingest.analytics.drift import DriftConfig
 from ingest.analytics.durations import Duration
 from ingest.analytics.findings import DEFAULT_ALPHA
-from ingest.analytics.metrics import MetricKind, metric_by_key
+from ingest.analytics.metrics import drift_metric, is_every_score, metric_by_key
 from tracer.conventions import RunMode
 
 LOG_CHANNEL = "log"
 
 
 class RuleKind(StrEnum):
-    THRESHOLD = "threshold"  # the window's mean (or rate) above `threshold`
+    THRESHOLD = "threshold"  # the window's mean (or rate) above `threshold` (below, for a score)
     WINDOW = "window"  # last `window` vs the `baseline` period before it (significant and large)
     RELEASE = "release"  # newest agent version vs the previous one (or the named ones)
-    DRIFT = "drift"  # CUSUM on mean steps per run over `lookback`
+    DRIFT = "drift"  # CUSUM on mean steps per run (or a score) over `lookback`
 
 
 class Severity(StrEnum):
@@ -58,7 +58,8 @@ class AlertRule(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     metric: str = Field("steps", description="steps, input_tokens, output_tokens, cost_usd, duration_ms, "
-                        "tool_errors, failure_rate or stop_reason:<reason>.")
+                        "tool_errors, failure_rate, stop_reason:<reason>, score:<name>, score:<name>=<label> or "
+                        "score:* (every score; window and release rules).")
     kind: RuleKind = RuleKind.WINDOW
     agent: str | None = Field(None, description="Only this agent; unset = every agent, each on its own.")
     project: str | None = Field(None, description="Only this project; unset = every project.")
@@ -68,7 +69,10 @@ class AlertRule(BaseModel):
         description="Run modes the rule judges (live also covers runs that name no mode); eval and shadow runs "
         "are left out unless listed.",
     )
-    threshold: float | None = Field(None, description="threshold rules: fire when the window's value exceeds it.")
+    threshold: float | None = Field(
+        None, description="threshold rules: fire when the window's value exceeds it (falls below it, for a numeric "
+        "or boolean score, where higher is better).",
+    )
     window: Duration = Field(timedelta(hours=24), description="Current window (threshold, window rules).")
     baseline: Duration = Field(timedelta(days=7), description="Baseline period before the window (window rules).")
     baseline_version: str | None = Field(None, description="release rules: default the version before current.")
@@ -93,10 +97,13 @@ class AlertRule(BaseModel):
     def _kind_needs(self) -> AlertRule:
         if self.kind is RuleKind.THRESHOLD and self.threshold is None:
             raise ValueError(f"alert rule {self.name!r}: kind 'threshold' needs `threshold`")
-        if self.kind is RuleKind.DRIFT and self.metric != "steps":
-            raise ValueError(f"alert rule {self.name!r}: the drift detector watches mean steps per run (metric 'steps')")
-        if self.kind is RuleKind.DRIFT and metric_by_key(self.metric).kind is not MetricKind.PER_RUN:
-            raise ValueError(f"alert rule {self.name!r}: drift needs a per-run metric")
+        if self.kind is RuleKind.DRIFT:
+            try:
+                drift_metric(self.metric)
+            except ValueError as exc:
+                raise ValueError(f"alert rule {self.name!r}: {exc}") from exc
+        if self.kind is RuleKind.THRESHOLD and is_every_score(metric_by_key(self.metric)):
+            raise ValueError(f"alert rule {self.name!r}: a threshold applies to one metric, not score:*")
         return self
 
 

@@ -8,6 +8,7 @@ never disagree about what changed.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -17,8 +18,16 @@ from pydantic import BaseModel
 
 from ingest.analytics.drift import BucketStats, DriftConfig, DriftResult, cusum
 from ingest.analytics.durations import parse_duration
-from ingest.analytics.findings import Finding, Pair, RegressionConfig, RunSet, build_findings
-from ingest.analytics.metrics import PER_RUN_METRICS
+from ingest.analytics.findings import (
+    Finding,
+    Pair,
+    RegressionConfig,
+    RunSet,
+    ScoreColumn,
+    ScoreType,
+    build_findings,
+)
+from ingest.analytics.metrics import PER_RUN_METRICS, Metric, MetricKind, drift_metric
 from ingest.queries.filters import CommonFilters
 from ingest.queries.regressions import (
     SAMPLE_COLUMNS,
@@ -27,6 +36,7 @@ from ingest.queries.regressions import (
     sample_runs,
     steps_buckets,
 )
+from ingest.queries.score_metrics import score_buckets, score_types, score_values
 
 _EPOCH = datetime(1970, 1, 1)
 _COL = {name: i for i, name in enumerate(SAMPLE_COLUMNS)}
@@ -60,9 +70,39 @@ def _runsets(rows: list[tuple[object, ...]], key: int) -> dict[object, RunSet]:
     return out
 
 
-def runs_by_agent(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> dict[str | None, RunSet]:
-    """The runs matching `filters` (most recent MAX_SAMPLE_RUNS), one RunSet per agent."""
-    return _runsets(sample_runs(cur, filters), _COL["agent"])  # type: ignore[return-value]
+def _attach_scores(sets: dict[object, RunSet], rows: list[tuple[object, ...]]) -> None:
+    """Put each run's score values (ingest/queries/score_metrics.py) into its RunSet's columns.
+
+    A score name sent with two data types (no config, values of both kinds) is read as the type most
+    runs have; the other rows are left out rather than mixed into one test."""
+    where = {t: (runs, i) for runs in sets.values() for i, t in enumerate(runs.trace_ids)}
+    counts = Counter((str(r[1]), str(r[2])) for r in rows)
+    types: dict[str, str] = {}
+    for (name, data_type), _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        types.setdefault(name, data_type)
+    for trace_id, name, data_type, number, label in rows:
+        hit = where.get(str(trace_id))
+        if hit is None or types[str(name)] != data_type:
+            continue
+        runs, i = hit
+        col = runs.scores.get(str(name))
+        if col is None:
+            col = runs.scores[str(name)] = ScoreColumn(
+                ScoreType(str(data_type)), np.full(len(runs), math.nan), [None] * len(runs)
+            )
+        col.numbers[i] = math.nan if number is None else float(number)  # type: ignore[arg-type]
+        col.labels[i] = None if label is None else str(label)
+
+
+def runs_by_agent(
+    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, score_names: list[str] | None = None
+) -> dict[str | None, RunSet]:
+    """The runs matching `filters` (most recent MAX_SAMPLE_RUNS), one RunSet per agent, with the
+    values of the scores named (`score_names` None: every score; []: none, nothing is read)."""
+    sets = _runsets(sample_runs(cur, filters), _COL["agent"])
+    if score_names != []:
+        _attach_scores(sets, score_values(cur, filters, names=score_names))
+    return sets  # type: ignore[return-value]
 
 
 def _label(since: datetime, until: datetime) -> str:
@@ -77,8 +117,9 @@ def window_report(
     window, baseline = parse_duration(window), parse_duration(baseline)
     split = now - window
     start = split - baseline
-    current = runs_by_agent(cur, replace(filters, since=split, until=now))
-    base = runs_by_agent(cur, replace(filters, since=start, until=split))
+    names = config.score_names()
+    current = runs_by_agent(cur, replace(filters, since=split, until=now), names)
+    base = runs_by_agent(cur, replace(filters, since=start, until=split), names)
     pairs = [
         Pair(agent, base.get(agent, RunSet()), current.get(agent, RunSet()), _label(start, split), _label(split, now))
         for agent in sorted(set(current) | set(base), key=lambda a: (a is None, str(a)))
@@ -129,8 +170,10 @@ def release_report(
     """Per agent: runs of the current version vs runs of the baseline version (see release_pairs)."""
     pairs = []
     for agent, base_v, cur_v in release_pairs(cur, filters, baseline_version, current_version):
-        rows = sample_runs(cur, replace(filters, agent=agent, version=None), versions=[base_v, cur_v])
-        sets = _runsets(rows, _COL["version"])
+        scope = replace(filters, agent=agent, version=None)
+        sets = _runsets(sample_runs(cur, scope, versions=[base_v, cur_v]), _COL["version"])
+        if config.score_names() != []:
+            _attach_scores(sets, score_values(cur, scope, versions=[base_v, cur_v], names=config.score_names()))
         pairs.append(Pair(agent, sets.get(base_v, RunSet()), sets.get(cur_v, RunSet()), f"version {base_v}",
                           f"version {cur_v}"))
     findings = build_findings(pairs, "release", config)
@@ -140,14 +183,52 @@ def release_report(
     )
 
 
+def _score_drift_rows(
+    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, metric: Metric, origin: datetime, bucket_us: int
+) -> tuple[list[tuple[str | None, int, int, float, float]], str | None]:
+    """(bucket rows, why not) of a score metric: its run values per agent and bucket."""
+    assert metric.score is not None
+    data_type = score_types(cur, filters, [metric.score]).get(metric.score)
+    if data_type is None:
+        return [], None
+    if data_type == ScoreType.CATEGORICAL and metric.label is None:
+        return [], f"{metric.score} is categorical: drift watches a label's share (score:NAME=LABEL)"
+    if data_type == ScoreType.NUMERIC and metric.label is not None:
+        return [], f"{metric.score} is numeric: drift watches the score itself (score:NAME), it has no labels"
+    return score_buckets(cur, filters, metric.score, data_type, metric.label, origin, bucket_us), None
+
+
+def _worst_scored(cur: duckdb.DuckDBPyConnection, filters: CommonFilters, metric: Metric, limit: int = 3) -> list[str]:
+    """Trace ids of the runs with the lowest score (or the watched label) under `filters` (drift evidence)."""
+    assert metric.score is not None
+    rows = score_values(cur, filters, names=[metric.score])
+    if metric.label is not None:
+        return sorted(str(r[0]) for r in rows if r[4] == metric.label)[:limit]
+    scored = [r for r in rows if r[3] is not None]
+    scored.sort(key=lambda r: (float(r[3]), str(r[0])))  # type: ignore[arg-type]
+    return [str(r[0]) for r in scored[:limit]]
+
+
 def drift_report(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, since: datetime, until: datetime, config: DriftConfig
+    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, since: datetime, until: datetime, config: DriftConfig,
+    metric: str = "steps",
 ) -> list[DriftResult]:
-    """CUSUM of mean steps per run, per agent, over buckets of `config.bucket` from `since` to `until`."""
+    """CUSUM of `metric` per agent (mean steps per run, or a score's mean / share per scored run),
+    over buckets of `config.bucket` from `since` to `until`."""
+    watched = drift_metric(metric)
     bucket = parse_duration(config.bucket)
     origin = _EPOCH + ((since - _EPOCH) // bucket) * bucket
     count = max(1, -(-(until - origin) // bucket))
-    rows = steps_buckets(cur, replace(filters, since=since, until=until), origin, bucket // timedelta(microseconds=1))
+    scope = replace(filters, since=since, until=until)
+    bucket_us = bucket // timedelta(microseconds=1)
+    if watched.kind is MetricKind.SCORE:
+        rows, problem = _score_drift_rows(cur, scope, watched, origin, bucket_us)
+        if problem is not None:
+            return [DriftResult(agent=filters.agent, metric=watched.key, verdict="insufficient_data", flagged=False,
+                                reference_mean=None, reference_sd=None, reference_runs=0, current_mean=None,
+                                relative_change=None, first_alarm=None, reason=problem, points=[])]
+    else:
+        rows = steps_buckets(cur, scope, origin, bucket_us)
     per_agent: dict[str | None, dict[int, tuple[int, float, float]]] = {}
     for agent, idx, n, total, total_sq in rows:
         per_agent.setdefault(agent, {})[idx] = (n, total, total_sq)
@@ -158,10 +239,13 @@ def drift_report(
             BucketStats(origin + i * bucket, *data.get(i, (0, 0.0, 0.0))) for i in range(count)
         ]
         result = cusum(agent, buckets, config)
+        result.metric = watched.key
         if result.flagged:
             last = max(i for i in data)
             start = origin + last * bucket
-            result.examples = longest_runs(cur, replace(filters, agent=agent, since=start, until=start + bucket))
+            latest = replace(filters, agent=agent, since=start, until=start + bucket)
+            result.examples = (_worst_scored(cur, latest, watched) if watched.kind is MetricKind.SCORE
+                               else longest_runs(cur, latest))
         results.append(result)
     results.sort(key=lambda r: not r.flagged)
     return results

@@ -21,7 +21,9 @@ from ingest.analytics.metrics import (
     STOP_REASON_PREFIX,
     Metric,
     MetricKind,
+    is_every_score,
     metric_by_key,
+    score_metric,
     stop_reason_metric,
 )
 from ingest.analytics.stats import TestResult, adjust, compare_rates, compare_samples
@@ -39,6 +41,7 @@ DEFAULT_ALPHA = 0.002
 class Verdict(StrEnum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
+    CHANGED = "changed"  # significant and large, but the metric has no better or worse direction
     NO_CHANGE = "no_change"
     INSUFFICIENT_DATA = "insufficient_data"
 
@@ -54,8 +57,37 @@ class RegressionConfig(BaseModel):
     min_samples: int = Field(30, ge=2, description="Runs needed on EACH side before a metric is tested.")
     confidence: float = Field(0.95, gt=0, lt=1, description="Level of the reported confidence intervals.")
     metrics: list[str] | None = Field(
-        None, description="Metric keys to check; default: every per-run metric, failure_rate and stop reasons seen."
+        None, description="Metric keys to check; default: every per-run metric, failure_rate, stop reasons and scores "
+        "seen."
     )
+
+    def score_names(self) -> list[str] | None:
+        """The score names these metrics need (None: every score name; [] none, so no score is read)."""
+        if self.metrics is None:
+            return None
+        names: list[str] = []
+        for key in self.metrics:
+            metric = metric_by_key(key)
+            if is_every_score(metric):
+                return None
+            if metric.score is not None and metric.score not in names:
+                names.append(metric.score)
+        return names
+
+
+class ScoreType(StrEnum):
+    NUMERIC = "numeric"
+    BOOLEAN = "boolean"
+    CATEGORICAL = "categorical"
+
+
+@dataclass
+class ScoreColumn:
+    """One score's run values over a RunSet, aligned with its trace_ids (see ingest/queries/score_metrics.py)."""
+
+    data_type: ScoreType
+    numbers: np.ndarray  # numeric value, boolean as 1/0; NaN where the run has no such score
+    labels: list[str | None]  # categorical label, boolean as "true"/"false"; None where none
 
 
 @dataclass
@@ -66,6 +98,7 @@ class RunSet:
     values: dict[str, np.ndarray] = field(default_factory=dict)  # per-run metric key -> float array
     ok: list[bool | None] = field(default_factory=list)
     stop_reasons: list[str | None] = field(default_factory=list)
+    scores: dict[str, ScoreColumn] = field(default_factory=dict)  # score name -> its run values
 
     def __len__(self) -> int:
         return len(self.trace_ids)
@@ -107,13 +140,37 @@ class Finding(BaseModel):
     reason: str
 
 
+def _score_type(pair: Pair, name: str) -> ScoreType | None:
+    col = pair.current.scores.get(name) or pair.baseline.scores.get(name)
+    return None if col is None else col.data_type
+
+
+def _labels(pair: Pair, name: str) -> list[str]:
+    cols = [side.scores[name] for side in (pair.baseline, pair.current) if name in side.scores]
+    return sorted({label for col in cols for label in col.labels if label is not None})
+
+
+def _expand_score(pair: Pair, metric: Metric) -> list[Metric]:
+    """A score metric as the tests it stands for: `score:*` every score seen in the pair, a
+    categorical `score:NAME` the share of each label seen (with no direction: none is known)."""
+    if is_every_score(metric):
+        names = sorted(set(pair.baseline.scores) | set(pair.current.scores))
+        return [m for name in names for m in _expand_score(pair, score_metric(name))]
+    assert metric.score is not None
+    if metric.label is None and _score_type(pair, metric.score) is ScoreType.CATEGORICAL:
+        return [score_metric(metric.score, label, directed=False) for label in _labels(pair, metric.score)]
+    return [metric]
+
+
 def metrics_for(pair: Pair, config: RegressionConfig) -> list[Metric]:
     if config.metrics is not None:
-        return [metric_by_key(k) for k in config.metrics]
+        chosen = [metric_by_key(k) for k in config.metrics]
+        return [x for m in chosen for x in (_expand_score(pair, m) if m.kind is MetricKind.SCORE else [m])]
     # `finish` is left out by default: only finish has ok=true (design.md), so its rate is exactly
     # 1 - failure_rate and testing both would double-count every rate finding.
     reasons = sorted({r for r in (*pair.baseline.stop_reasons, *pair.current.stop_reasons) if r} - {StopReason.FINISH})
-    return [*PER_RUN_METRICS.values(), FAILURE_RATE, *(stop_reason_metric(r) for r in reasons)]
+    scores = _expand_score(pair, metric_by_key("score:*"))
+    return [*PER_RUN_METRICS.values(), FAILURE_RATE, *(stop_reason_metric(r) for r in reasons), *scores]
 
 
 def _events(runs: RunSet, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
@@ -127,13 +184,56 @@ def _events(runs: RunSet, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
     return known, event
 
 
+def _score_events(runs: RunSet, metric: Metric, data_type: ScoreType) -> tuple[np.ndarray, np.ndarray]:
+    """(has a value, has the event) of a boolean score (event: judged true) or a label's share."""
+    assert metric.score is not None
+    col = runs.scores.get(metric.score)
+    if col is None or col.data_type is not data_type:
+        empty = np.zeros(len(runs), dtype=bool)
+        return empty, empty
+    if data_type is ScoreType.BOOLEAN and metric.label is None:
+        known = ~np.isnan(col.numbers)
+        return known, known & (np.nan_to_num(col.numbers) >= 0.5)
+    known = np.array([label is not None for label in col.labels], dtype=bool)
+    return known, np.array([label == metric.label for label in col.labels], dtype=bool)
+
+
+def _score_numbers(runs: RunSet, name: str) -> np.ndarray:
+    col = runs.scores.get(name)
+    return col.numbers if col is not None and col.data_type is ScoreType.NUMERIC else np.full(len(runs), np.nan)
+
+
+def _test_score(pair: Pair, metric: Metric, config: RegressionConfig) -> tuple[TestResult, list[str], list[str]]:
+    b, c = pair.baseline, pair.current
+    assert metric.score is not None
+    data_type = _score_type(pair, metric.score)
+    if data_type is ScoreType.NUMERIC and metric.label is None:
+        bv, cv = _score_numbers(b, metric.score), _score_numbers(c, metric.score)
+        bm, cm = ~np.isnan(bv), ~np.isnan(cv)
+        result = compare_samples(bv[bm], cv[cm], config.confidence)
+        return result, _typical(b, bv, bm), _extreme(c, cv, cm, higher_is_worse=False)
+    # a boolean score is its share judged true, or with a label (`score:correct=false`) that label's
+    # share, whose floor is relative to it: 2% -> 10% judged false is +400%, where 98% -> 90% true is -8%
+    testable = data_type is ScoreType.BOOLEAN or (data_type is ScoreType.CATEGORICAL and metric.label is not None)
+    if not testable:  # no such score on either side, or a label asked of a numeric score
+        return compare_rates(0, 0, 0, 0, config.confidence), [], []
+    bk, be = _score_events(b, metric, data_type)
+    ck, ce = _score_events(c, metric, data_type)
+    result = compare_rates(int(be.sum()), int(bk.sum()), int(ce.sum()), int(ck.sum()), config.confidence)
+    if data_type is ScoreType.BOOLEAN and metric.label is None:  # the evidence: the runs judged false
+        return result, _with_event(b, bk & ~be), _with_event(c, ck & ~ce)
+    return result, _with_event(b, be), _with_event(c, ce)
+
+
 def _test(pair: Pair, metric: Metric, config: RegressionConfig) -> tuple[TestResult, list[str], list[str]]:
     b, c = pair.baseline, pair.current
+    if metric.kind is MetricKind.SCORE:
+        return _test_score(pair, metric, config)
     if metric.kind is MetricKind.PER_RUN:
         bv, cv = b.values.get(metric.key, np.array([])), c.values.get(metric.key, np.array([]))
         bm, cm = ~np.isnan(bv), ~np.isnan(cv)
         result = compare_samples(bv[bm], cv[cm], config.confidence)
-        return result, _typical(b, bv, bm), _extreme(c, cv, cm, metric.higher_is_worse)
+        return result, _typical(b, bv, bm), _extreme(c, cv, cm, bool(metric.higher_is_worse))
     bk, be = _events(b, metric)
     ck, ce = _events(c, metric)
     result = compare_rates(int(be.sum()), int(bk.sum()), int(ce.sum()), int(ck.sum()), config.confidence)
@@ -192,7 +292,7 @@ def build_findings(pairs: list[Pair], comparison: str, config: RegressionConfig)
                 p_value=raw.p_value if enough else None,
                 q_value=q,
                 verdict=verdict,
-                flagged=verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT),
+                flagged=verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.CHANGED),
                 reason=reason,
             )
         )
@@ -219,11 +319,14 @@ def _verdict(r: TestResult, q: float | None, metric: Metric, config: RegressionC
         return Verdict.NO_CHANGE, (
             f"change {_pct(r.relative_change)} is below the {config.min_relative_change:.0%} floor (q={q:.3g})"
         )
+    if metric.higher_is_worse is None:
+        return Verdict.CHANGED, f"{_pct(r.relative_change)} with q={q:.3g} < {config.alpha:g} (no direction: name the label)"
     worse = (diff > 0) == metric.higher_is_worse
     verdict = Verdict.REGRESSION if worse else Verdict.IMPROVEMENT
     return verdict, f"{_pct(r.relative_change)} with q={q:.3g} < {config.alpha:g}"
 
 
 __all__ = [
-    "DEFAULT_ALPHA", "STOP_REASON_PREFIX", "Finding", "Pair", "RegressionConfig", "RunSet", "SideSummary", "Verdict", "build_findings",
+    "DEFAULT_ALPHA", "STOP_REASON_PREFIX", "Finding", "Pair", "RegressionConfig", "RunSet", "ScoreColumn", "ScoreType",
+    "SideSummary", "Verdict", "build_findings",
 ]

@@ -1,7 +1,9 @@
 """`GET /api/regressions`: what changed, and whether it is a real shift or noise.
 
 comparison=window (last `window` vs the `baseline` before it), release (agent version vs version)
-or drift (CUSUM of mean steps per run over since..until). Flagged findings come first.
+or drift (CUSUM of mean steps per run, or of each score metric named in `metrics`, over since..until).
+Score metrics (`score:NAME`, `score:NAME=LABEL`, `score:*`) are metrics like the others (design.md §4).
+Flagged findings come first.
 No `from __future__ import annotations`: FastAPI must evaluate the `Depends(read_access)` hints.
 """
 
@@ -17,7 +19,7 @@ from ingest.analytics.compare import drift_report, release_report, window_report
 from ingest.analytics.drift import DEFAULT_H, DEFAULT_K, DriftConfig, DriftResult
 from ingest.analytics.durations import parse_duration
 from ingest.analytics.findings import DEFAULT_ALPHA, Finding, RegressionConfig
-from ingest.analytics.metrics import metric_by_key
+from ingest.analytics.metrics import drift_metric, metric_by_key
 from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import CommonParams, TimeParam
@@ -32,7 +34,11 @@ class RegressionsParams(CommonParams):
     baseline: str = Field("7d", description="window: the baseline period right before it, e.g. 7d.")
     baseline_version: str | None = Field(None, max_length=512, description="release: default the previous version.")
     current_version: str | None = Field(None, max_length=512, description="release: default the newest version.")
-    metrics: str | None = Field(None, max_length=2000, description="Comma-separated metric keys (default all).")
+    metrics: str | None = Field(
+        None, max_length=2000,
+        description="Comma-separated metric keys (default all); score:NAME, score:NAME=LABEL, score:* for scores. "
+        "drift: the metrics to chart, steps (default) or scores.",
+    )
     min_relative_change: float = Field(0.10, ge=0)
     alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1)
     min_samples: int = Field(30, ge=2, le=1_000_000)
@@ -92,8 +98,16 @@ def add_regression_routes(
             raise HTTPException(400, "comparison=release compares versions: use baseline_version/current_version")
         now = params.at or datetime.now(UTC).replace(tzinfo=None)
         filters = params.to_filters(access)
+        drift_metrics = ["steps"]
         if params.comparison == "drift":
             _check_drift_buckets(params, now)
+            if params.metrics:
+                drift_metrics = [m.strip() for m in params.metrics.split(",")]
+                for key in drift_metrics:
+                    try:
+                        drift_metric(key)
+                    except ValueError as exc:
+                        raise HTTPException(422, str(exc)) from exc
         config = RegressionConfig(
             min_relative_change=params.min_relative_change, alpha=params.alpha, min_samples=params.min_samples,
             metrics=[m.strip() for m in params.metrics.split(",")] if params.metrics else None,
@@ -105,7 +119,8 @@ def add_regression_routes(
                 since = params.since or until - DEFAULT_DRIFT_RANGE
                 drift = DriftConfig(bucket=params.bucket, reference_buckets=params.reference_buckets, k=params.k,
                                     h=params.h)
-                results = drift_report(cur, filters, since, until, drift)
+                results = [r for key in drift_metrics for r in drift_report(cur, filters, since, until, drift, key)]
+                results.sort(key=lambda r: not r.flagged)
                 return RegressionsResponse(comparison="drift", generated_at=now,
                                            flagged=sum(r.flagged for r in results), drift=results)
             if params.comparison == "window":

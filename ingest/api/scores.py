@@ -84,6 +84,7 @@ class ScoresParams(BaseModel):
 
 
 class ConfigOut(ScoreConfig):
+    project: str | None = Field(None, exclude=True)  # the answer is the asked project's configs
     origin: Literal["file", "api"] = Field(description="steplens.toml `[[scores]]`, or POST /api/score-configs.")
 
 

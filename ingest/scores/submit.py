@@ -59,14 +59,23 @@ def configs_for(store: ScoreStore, project: str) -> ConfigSet:
 def prepare(store: ScoreStore, project: str, scores: Sequence[ScoreIn], now: datetime | None = None) -> list[Score]:
     """The resolved scores of a batch, or TooLarge (over MAX_BATCH) / ScoresRejected (configs)."""
     if len(scores) > MAX_BATCH:
+        _count_refused(store, "batch_too_large", len(scores))
         raise TooLarge(f"{len(scores)} scores in one batch; at most {MAX_BATCH}: split it")
     configs = configs_for(store, project)
     strict = store.settings.scores_strict
     violations = [v for i, s in enumerate(scores) if (v := check(s, configs.get(s.name), i, strict)) is not None]
     if violations:
+        _count_refused(store, "config", len(scores))
         raise ScoresRejected(violations)
     moment = now or datetime.now(UTC).replace(tzinfo=None)
     return [s.resolve(project, moment, configs.type_of(s)) for s in scores]
+
+
+def _count_refused(store: ScoreStore, reason: str, n: int) -> None:
+    """`steplens_scores_rejected{reason}` (the store's metrics, when it has them): the whole batch."""
+    metrics = getattr(store, "metrics", None)
+    if metrics is not None:
+        metrics.scores_rejected.labels(reason=reason).inc(n)
 
 
 async def submit_scores(store: ScoreStore, project: str, scores: Sequence[ScoreIn]) -> list[Score]:

@@ -368,7 +368,8 @@ def load_batch(
                     view, inserted = True, received
                 if inserted:
                     conn.execute("INSERT INTO spans BY NAME SELECT * FROM new_spans")
-                    scores_load.insert_span_evaluation_scores(conn, "new_spans")  # evaluation events are scores
+                    if scores_load.has_evaluation_events(table):  # evaluation events are scores too
+                        scores_load.insert_span_evaluation_scores(conn, "new_spans")
                     conn.execute(_BATCH_RUNS, _RUN_PARAMS)
                     conn.execute(_OLD_RUNS)
                     conn.execute(

@@ -83,7 +83,8 @@ def insert_logs(conn: duckdb.DuckDBPyConnection, table: pa.Table) -> int:
         inserted = conn.execute("SELECT count(*) FROM new_logs").fetchall()[0][0]
         if inserted:
             conn.execute("INSERT INTO log_records BY NAME SELECT * FROM new_logs")
-            scores_load.insert_evaluation_scores(conn, "new_logs")  # evaluation results are scores too
+            if scores_load.has_evaluation_records(table):  # evaluation results are scores too
+                scores_load.insert_evaluation_scores(conn, "new_logs")
     finally:
         conn.execute("DROP TABLE IF EXISTS new_logs")
     return int(inserted)

@@ -22,9 +22,11 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.schema import EVALUATION_SCORES_SELECT, span_evaluation_events, trace_key_sql
 from ingest.scores.model import Score
+from tracer.conventions import GEN_AI_EVENT_EVALUATION_RESULT as EVALUATION_EVENT
 
 PAYLOAD_VERSION = 1
 
@@ -141,6 +143,21 @@ def _apply(conn: duckdb.DuckDBPyConnection) -> int:
     finally:
         conn.execute("DROP TABLE IF EXISTS new_scores")
     return int(written)
+
+
+def has_evaluation_events(spans: pa.Table) -> bool:
+    """Whether any span of an Arrow batch carries an evaluation event (checked before any SQL, so a
+    load without one, nearly all of them, pays a vectorized substring test, not a query)."""
+    if "events" not in spans.column_names or not spans.num_rows:
+        return False
+    return bool(pc.any(pc.match_substring(spans.column("events").cast(pa.string()), EVALUATION_EVENT)).as_py())
+
+
+def has_evaluation_records(logs: pa.Table) -> bool:
+    """Whether an Arrow batch of log records holds an evaluation result (see has_evaluation_events)."""
+    if "event_name" not in logs.column_names or not logs.num_rows:
+        return False
+    return bool(pc.any(pc.equal(logs.column("event_name"), EVALUATION_EVENT)).as_py())
 
 
 def insert_span_evaluation_scores(conn: duckdb.DuckDBPyConnection, new_spans: str) -> int:

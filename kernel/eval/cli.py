@@ -1,7 +1,10 @@
 """The bodies of `steplens eval run` and `steplens eval compare` (the script only dispatches).
 
+With `--endpoint`, each case's verdict also becomes a score (`eval_passed`, source eval) on its
+run (kernel/eval/scores.py), so the experiment's runs carry their results on the server.
+
 Exit codes. run: 0 evaluated (whatever the success rate: a low score is a result, not an
-error), 1 spans were lost on the way to the server, 2 bad dataset/agent/server. compare: 0 no
+error), 1 spans or scores were lost on the way to the server, 2 bad dataset/agent/server. compare: 0 no
 regressions, 1 at least one case regressed (so CI can gate on it), 2 a run could not be loaded.
 """
 
@@ -18,6 +21,7 @@ from kernel.eval.compare import CaseChange, compare
 from kernel.eval.dataset import DatasetError, load_dataset
 from kernel.eval.results import DEFAULT_DIR, EvalRun, ResultsNotFound, load_run
 from kernel.eval.runner import evaluate
+from kernel.eval.scores import SCORE_NAME, post_case_scores
 from kernel.examples.catalog import AGENTS
 from kernel.examples.faults import FaultRates
 
@@ -83,6 +87,7 @@ def eval_run_command(
     concurrency: int = 8,
     no_faults: bool = False,
     console: Console | None = None,
+    scores: bool = True,
 ) -> int:
     console = console or Console()
     spec = AGENTS.get(agent)
@@ -120,6 +125,11 @@ def eval_run_command(
     else:
         run, exported, lost, error = _traced(endpoint, go)
         run.endpoint, run.spans_exported, run.spans_lost = endpoint, exported, lost
+        if scores:
+            from kernel.examples.cli import base_url
+
+            posted = post_case_scores(base_url(endpoint), run, os.environ.get(API_KEY_ENV))
+            run.scores_posted, run.scores_error = posted.accepted, posted.error
     path = run.save(out_dir)
     console.print(summary_table(run))
     failed = failures_table(run)
@@ -133,6 +143,11 @@ def eval_run_command(
         return 1
     else:
         console.print(f"runs exported to {endpoint}: filter the runs by eval run id {run.run_id}")
+    if run.scores_error:
+        console.print(f"[red]case verdicts not stored as scores ({run.scores_posted} accepted): {run.scores_error}[/red]")
+        return 1
+    if run.scores_posted is not None:
+        console.print(f"{run.scores_posted} case verdicts stored as scores ({SCORE_NAME}, source eval) on their runs")
     return 0
 
 

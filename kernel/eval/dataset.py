@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,6 +45,9 @@ class EvalCase(BaseModel):
     task: str = Field(min_length=1)
     category: str = "uncategorised"
     expect: Expectations = Field(default_factory=Expectations)
+    # Where the case came from, e.g. the stored run a dataset from traces made it of (trace_id, project,
+    # agent, version, expected_from); never checked, kept so a result can be traced back to its run.
+    source: dict[str, Any] | None = None
 
 
 class DatasetError(ValueError):

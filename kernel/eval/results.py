@@ -64,6 +64,8 @@ class EvalRun(BaseModel):
     endpoint: str | None = None
     spans_exported: int | None = None
     spans_lost: int | None = None
+    scores_posted: int | None = Field(None, description="Case verdicts the server accepted as scores (eval_passed).")
+    scores_error: str | None = None
     summary: EvalSummary
     cases: list[CaseResult]
 

@@ -19,9 +19,13 @@ from kernel.examples.history import ROLLOUT_SHARE
 API_KEY_ENV = "STEPLENS_API_KEY"
 
 
-def _base_url(endpoint: str) -> str:
+def base_url(endpoint: str) -> str:
+    """The server's base URL of an endpoint given as either it or its OTLP traces URL."""
     endpoint = endpoint.rstrip("/")
     return endpoint[: -len(TRACES_PATH)] if endpoint.endswith(TRACES_PATH) else endpoint
+
+
+_base_url = base_url
 
 
 def server_problem(endpoint: str, timeout_s: float = 3.0) -> str | None:
@@ -101,6 +105,10 @@ def story_text(summary: DemoSummary) -> str:
         f"  provider outage (llm_unavailable): {outage:{fmt}} for one hour",
         f"  query_logistics latency doubles from {story.latency_change:{fmt}}",
         f"  runs by mode: {modes}",
+        f"  scores: {summary.scores_posted:,} (helpfulness and tone by a judge on every run, correct by a reviewer "
+        "on a sample); ops v2 is judged less helpful and less often correct",
+        *([f"  annotation queue failed-runs: {summary.queue.added:,} failed runs to review, "
+           f"{summary.queue.labelled} labels by two reviewers (the Queues page)"] if summary.queue else []),
     ])
 
 
@@ -147,4 +155,9 @@ def demo_command(endpoint: str, runs: int, seed: int = 0, concurrency: int = 64,
             f"{'; last error: ' + summary.export_error if summary.export_error else ''}[/red]"
         )
         return 1
+    if summary.queue is not None and summary.queue.error:
+        console.print(f"[yellow]the demo annotation queue was not filled: {summary.queue.error}[/yellow]")
+    if summary.scores_error:
+        console.print(f"[yellow]the runs' scores were not all stored ({summary.scores_posted:,} accepted): "
+                      f"{summary.scores_error}[/yellow]")
     return 0

@@ -5,6 +5,8 @@ Two shapes:
   a daily and weekly traffic shape and planted events (a gradual v2 release, a step-count creep,
   a provider outage, a slower tool, eval and shadow runs), see `kernel.examples.history`. Each
   run really executes now; its spans are stamped at its planned start (`tracer.clock.shifted`);
+  A history also gets its quality signals: a judge's and a reviewer's scores on its runs, with a
+  planted drop on the ops v2 release (`kernel.examples.demo_scores`);
 - a burst (`days` = 0): every run now. 50% ticket agent, 30% ops agent, 20% cost-comparison
   planner (plan-and-execute), versions v1/v2 half each, every v1 run started before the v2 runs
   (`release_order`); 3% of runs fall into a provider "incident" where most calls fail (retries,
@@ -31,6 +33,8 @@ from datetime import datetime
 from kernel import telemetry
 from kernel.examples import ticket
 from kernel.examples.catalog import AGENTS, build_agent
+from kernel.examples.demo_queue import QueueResult, post_demo_queue
+from kernel.examples.demo_scores import FinishedRun, post_demo_scores
 from kernel.examples.faults import FaultRates
 from kernel.examples.history import AGENT_WEIGHTS, PlannedRun, Story, plan_history
 from kernel.examples.sessions import assign_sessions
@@ -91,6 +95,10 @@ class DemoSummary:
     trace_ids: list[str] = field(default_factory=list)
     modes: Counter[str] = field(default_factory=Counter)
     story: Story | None = None  # the history's dates (None: a burst, every run now)
+    finished: list[FinishedRun] = field(default_factory=list)  # what each run's scores depend on
+    scores_posted: int = 0  # scores the server accepted (a history's judge and reviewer scores)
+    scores_error: str | None = None
+    queue: QueueResult | None = None  # the history's annotation queue (kernel.examples.demo_queue)
 
     @property
     def runs(self) -> int:
@@ -197,6 +205,7 @@ async def run_workload(
     started = time.monotonic()
     groups = {(a, v): GroupSummary(a, v) for a, spec in AGENTS.items() for v in sorted(spec.versions)}
     trace_ids: list[str] = []
+    finished: list[FinishedRun] = []
     modes: Counter[str] = Counter()
     story: Story | None = None
     if days > 0:
@@ -212,12 +221,14 @@ async def run_workload(
             modes[plan.mode] += 1
             if result.trace_id:
                 trace_ids.append(result.trace_id)
+                finished.append(FinishedRun(plan.index, plan.agent, plan.version, plan.mode, plan.start, result.ok,
+                                            result.trace_id))
             if callable(on_run):
                 on_run()
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, runs or 1)))))
     return DemoSummary(seed=seed, groups=groups, seconds=time.monotonic() - started, trace_ids=trace_ids,
-                       modes=modes, story=story)
+                       modes=modes, story=story, finished=finished)
 
 
 def run_demo(
@@ -232,10 +243,12 @@ def run_demo(
     flush_timeout_s: float = 60.0,
     days: float = 0,
     end: datetime | None = None,
+    scores: bool = True,
 ) -> DemoSummary:
     """Run `runs` demo runs, export their traces to `endpoint` (OTLP/HTTP, batched), flush, and
     say what was run and whether every span arrived. Synchronous: call it from plain code (the CLI).
-    `days`/`end`: a history of that many days ending at `end` (see `run_workload`).
+    `days`/`end`: a history of that many days ending at `end` (see `run_workload`); a history's
+    runs also get their judge and reviewer scores (`scores`, kernel.examples.demo_scores).
 
     `headers` go with every export (e.g. `{"x-api-key": ...}` for a server with API keys); None
     means the standard `OTEL_EXPORTER_OTLP_HEADERS`."""
@@ -265,6 +278,13 @@ def run_demo(
     summary.spans_failed = after.failed - before.failed
     summary.spans_dropped = after.dropped - before.dropped
     summary.export_error = after.last_error or (None if flushed else f"flush did not finish within {flush_timeout_s:g} s")
+    if scores and summary.story is not None and summary.finished:
+        from kernel.examples.cli import base_url
+
+        posted = post_demo_scores(base_url(endpoint), summary.finished, seed, headers)
+        summary.scores_posted, summary.scores_error = posted.accepted, posted.error
+        if posted.error is None:  # the queue fills the score configs just declared
+            summary.queue = post_demo_queue(base_url(endpoint), summary.finished, seed, headers)
     return summary
 
 

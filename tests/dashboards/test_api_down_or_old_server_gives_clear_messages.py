@@ -11,7 +11,7 @@ from dashboards.client import ApiUnavailable, EndpointMissing, QueryClient
 from tests.dashboards.conftest import open_page, texts
 from tests.dashboards.contract_server import contract_server
 
-PAGES = ("overview", "failures", "tools", "cost", "runs", "trace", "compare")
+PAGES = ("overview", "failures", "tools", "cost", "runs", "trace", "compare", "queues")
 QUERIES = {"trace": {"trace_id": "a" * 32}, "compare": {"a": "a" * 32, "b": "b" * 32}}
 
 

@@ -12,7 +12,9 @@ import httpx
 from ingest.alerts.rules import AlertRule, RuleKind
 from ingest.config import ApiKey, load_settings
 
-BUILTIN_KINDS = {("release", "steps"), ("drift", "steps"), ("window", "failure_rate"), ("window", "cost_usd")}
+BUILTIN_KINDS = {("release", "steps"), ("drift", "steps"), ("window", "failure_rate"), ("window", "cost_usd"),
+                 ("release", "score:*")}
+N = len(BUILTIN_KINDS)
 
 
 def _rules(url: str, key: str | None = None) -> list[dict]:
@@ -30,7 +32,7 @@ def test_no_rules_configured_gives_the_builtin_set_to_the_log(server_on) -> None
     assert all(w["window"] == 24 * 3600 and w["baseline"] == 7 * 24 * 3600 for w in window)
     # evaluated like any rule: an empty store fires nothing and fails nothing
     check = httpx.post(f"{srv.http_url}/api/alerts/check", timeout=60).raise_for_status().json()
-    assert check["evaluated"] == 4 and check["errors"] == {} and check["firing"] == []
+    assert check["evaluated"] == N and check["errors"] == {} and check["firing"] == []
 
 
 def test_any_configured_rule_replaces_the_builtin_set(server_on) -> None:  # type: ignore[no-untyped-def]
@@ -54,9 +56,9 @@ def test_with_keys_each_project_gets_its_own_builtin_set(server_on) -> None:  # 
             ApiKey(key="operator-0123456789", project="ops", scopes=["operator"])]
     srv = server_on(api_keys=keys)
     mine = _rules(srv.http_url, "key-of-a-0123456789")
-    assert len(mine) == 4 and {r["rule"]["project"] for r in mine} == {"a"} and all(r["builtin"] for r in mine)
+    assert len(mine) == N and {r["rule"]["project"] for r in mine} == {"a"} and all(r["builtin"] for r in mine)
     everything = _rules(srv.http_url, "operator-0123456789")
-    assert {r["rule"]["project"] for r in everything} == {"a", "b", "ops"} and len(everything) == 12
+    assert {r["rule"]["project"] for r in everything} == {"a", "b", "ops"} and len(everything) == 3 * N
     check = httpx.post(f"{srv.http_url}/api/alerts/check", headers={"x-api-key": "key-of-b-0123456789"},
                        timeout=60).raise_for_status().json()
-    assert check["evaluated"] == 4 and check["errors"] == {}
+    assert check["evaluated"] == N and check["errors"] == {}

@@ -68,12 +68,23 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
         config = httpx.post(base + "/api/score-configs", headers={"x-api-key": key},
                             json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
         assert config.status_code == 200, config.text
+        dataset = httpx.post(base + "/api/datasets", headers={"x-api-key": key},
+                             json={"name": f"dataset_of_project_{project.lower()}", "trace_ids": [runs[0].trace_id]})
+        assert dataset.status_code == 200, dataset.text
         view = httpx.post(base + "/api/views", headers={"x-api-key": key},
                           json={"name": f"view of {project}", "page": "runs", "filter": f"agent = {agent}"})
         assert view.status_code == 201, view.text
         ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"],
                         "view": view.json()["view_id"]}
     assert srv.store.wait_loaded(30)
+    for project in ("A", "B"):  # each project's runs in its own queue (by backfill: they are stored)
+        key, name = SECRET[f"admin_{project.lower()}"], f"queue_of_project_{project.lower()}"
+        queue = httpx.post(base + "/api/queues", headers={"x-api-key": key},
+                           json={"name": name, "score_configs": [f"config_of_project_{project.lower()}"]})
+        assert queue.status_code == 201, queue.text
+        backfill = httpx.post(base + f"/api/queues/{name}/backfill", headers={"x-api-key": key},
+                              json={"since": (T0 - timedelta(days=1)).isoformat()})
+        assert backfill.status_code == 200 and backfill.json()["added"] == 4, backfill.text
     return {"base": base, "ids": ids, "srv": srv}
 
 
@@ -85,7 +96,8 @@ def _call(world: dict[str, Any], method: str, path: str, key: str | None, **kw: 
 def _b_markers(world: dict[str, Any]) -> list[str]:
     b = world["ids"]["B"]
     return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], b["view"], "conversation-of-b",
-            "view of B", *b["traces"], "score_of_project_b", "config_of_project_b"]
+            "view of B", *b["traces"], "score_of_project_b", "config_of_project_b", "queue_of_project_b",
+            "dataset_of_project_b"]
 
 
 # (method, path template) -> (scope needed, how to call it for project A's key, for B's id)
@@ -138,6 +150,27 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/api/scores"): ("read", {"params": {"limit": 100}}),
         ("get", "/api/score-configs"): ("read", {}),
         ("post", "/api/score-configs"): ("admin", {"json": {"name": "helpful", "data_type": "boolean"}}),
+        ("get", "/api/queues"): ("read", {}),
+        ("post", "/api/queues"): ("admin", {"json": {"name": "new_queue", "score_configs": ["config_of_project_a"]}}),
+        ("get", "/api/queues/{name}"): ("read", {"path": {"name": "queue_of_project_b"}}),
+        ("put", "/api/queues/{name}"): ("admin", {"path": {"name": "queue_of_project_b"}, "json": {
+            "name": "queue_of_project_b", "score_configs": ["config_of_project_a"]}}),
+        ("get", "/api/queues/{name}/items"): ("read", {"path": {"name": "queue_of_project_b"}}),
+        ("get", "/api/queues/{name}/next"): ("annotate", {"path": {"name": "queue_of_project_b"},
+                                                          "params": {"user": "someone"}}),
+        ("post", "/api/queues/{name}/items/{trace_id}/submit"): ("annotate", {
+            "path": {"name": "queue_of_project_b", "trace_id": b["traces"][0]},
+            "json": {"user": "someone", "scores": {"config_of_project_b": 1}}}),
+        ("post", "/api/queues/{name}/items/{trace_id}/skip"): ("annotate", {
+            "path": {"name": "queue_of_project_b", "trace_id": b["traces"][1]}, "json": {"user": "someone"}}),
+        ("get", "/api/queues/{name}/results"): ("read", {"path": {"name": "queue_of_project_b"}}),
+        ("post", "/api/queues/{name}/backfill"): ("admin", {"path": {"name": "queue_of_project_b"},
+                                                            "json": {"since": WINDOW["since"]}}),
+        ("delete", "/api/queues/{name}"): ("admin", {"path": {"name": "queue_of_project_b"}}),
+        ("post", "/api/datasets"): ("annotate", {"json": {"name": "cases", "filter": {**WINDOW, "limit": 100},
+                                                          "replace": True}}),
+        ("get", "/api/datasets"): ("read", {}),
+        ("get", "/api/datasets/{name}"): ("read", {"path": {"name": "dataset_of_project_b"}}),
     }
 
 

@@ -55,6 +55,7 @@ def test_file_config_violation_names_field_and_reason(
     assert reason in msg
     assert srv.store.wait_loaded(10)
     assert get_scores(srv.http_url) == []  # the valid one of the batch was not stored either
+    assert srv.metrics.scores_rejected.labels(reason="config")._value.get() == 2
 
 
 def test_valid_scores_and_unconfigured_names_are_stored(start_ingest_server: Any) -> None:

@@ -3,8 +3,9 @@ and drift comparisons had nothing to compare, and no alert could fire. A 14-day 
 through real OTLP to a real server (built-in alert rules on, as `steplens serve` starts) must give
 runs on every day with their spans moved together, the gradual ops v2 release flagged by the
 release comparison and the built-in rules, the ticket creep flagged by drift inside its week, the
-control agent (planner) flagged by nothing, and the outage hour as an `llm_unavailable` cluster
-at its time."""
+control agent (planner) flagged by nothing, the outage hour as an `llm_unavailable` cluster
+at its time, and the judge's and reviewer's scores with the ops v2 quality drop found by the release
+comparison and the built-in score rule."""
 
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ def test_the_creep_is_flagged_by_drift_inside_its_week_and_the_control_is_not(hi
 
 def test_builtin_rules_fire_for_the_planted_changes_and_not_for_the_control(history: History) -> None:
     rules = history.get("/api/alerts")["rules"]
-    assert len(rules) == 4 and all(r["builtin"] for r in rules)
+    assert len(rules) == 5 and all(r["builtin"] for r in rules)
     check = httpx.post(f"{history.server.http_url}/api/alerts/check", timeout=120).raise_for_status().json()
     assert check["errors"] == {}
     firing: dict[str, set[str]] = {}
@@ -141,8 +142,25 @@ def test_builtin_rules_fire_for_the_planted_changes_and_not_for_the_control(hist
     drift = next(n for n in firing if n.startswith("steps per run drift"))
     assert firing[release] == {RELEASED_AGENT}
     assert CREEP_AGENT in firing[drift]
+    scores = next(n for n in firing if n.startswith("scores: new release"))
+    assert {f"{RELEASED_AGENT} score:correct", f"{RELEASED_AGENT} score:helpfulness"} <= firing[scores]
     planted = {RELEASED_AGENT, CREEP_AGENT}
-    assert all(subjects <= planted for subjects in firing.values()), firing
+    # a subject is the agent, or "agent score:NAME" for the rule over every score
+    assert all({s.split(" ")[0] for s in subjects} <= planted for subjects in firing.values()), firing
+
+
+def test_judge_and_reviewer_scores_cover_the_history_and_ops_v2_is_judged_worse(history: History) -> None:
+    assert history.summary.scores_error is None and history.summary.scores_posted > 2 * RUNS
+    configs = {c["name"]: c for c in history.get("/api/score-configs")["configs"]}
+    assert configs["tone"]["categories"] == ["friendly", "neutral", "curt"] and configs["correct"]["data_type"] == "boolean"
+    sources = {s["name"]: s["source"] for s in history.get("/api/scores", limit=1000)["scores"]}
+    assert sources == {"helpfulness": "judge", "tone": "judge", "correct": "human"}
+    report = history.get("/api/regressions", comparison="release", metrics="score:correct,score:helpfulness")
+    flagged = {(f["agent"], f["metric"]): f for f in report["findings"] if f["flagged"]}
+    assert set(flagged) == {(RELEASED_AGENT, "score:correct"), (RELEASED_AGENT, "score:helpfulness")}, report
+    assert all(f["verdict"] == "regression" for f in flagged.values())
+    assert flagged[(RELEASED_AGENT, "score:correct")]["test"] == "two_proportion_z"
+    assert flagged[(RELEASED_AGENT, "score:helpfulness")]["test"] == "mann_whitney_u"
 
 
 def test_the_outage_hour_is_a_failure_cluster_at_its_time(history: History) -> None:
@@ -164,3 +182,28 @@ def test_the_carrier_tool_answers_twice_as_slowly_after_its_date(history: Histor
     before = p50_ms(since=(history.story.start - timedelta(hours=1)).isoformat(), until=change.isoformat())
     after = p50_ms(since=change.isoformat())
     assert before >= 300 and after > 1.4 * before, (before, after)
+
+
+def test_the_failed_runs_queue_holds_the_sampled_failures_with_two_reviewers_labels(history: History) -> None:
+    from kernel.examples.demo_queue import QUEUE, REVIEWERS, labelled_count
+    from tests.ingest.queues.harness import expected_in_sample, wait_for
+
+    queued = history.summary.queue
+    assert queued is not None and queued.error is None
+    labelled = labelled_count(queued.added)
+    assert labelled > 0 and queued.labelled == 2 * labelled
+    loaded = datetime.now(UTC)
+
+    def passed() -> bool:  # a live pass after everything was loaded: late-loaded failures are in too
+        last = history.get(f"/api/queues/{QUEUE}")["last_fill"]
+        return last is not None and _when(last) > loaded
+
+    wait_for(passed, timeout=30, what="a live pass of the demo queue")
+    failed = {r["trace_id"] for r in history.runs if r["ok"] is False and (r["mode"] or "live") == "live"}
+    expected = {t for t in failed if expected_in_sample("default", QUEUE, t, 0.5)}
+    items = history.get(f"/api/queues/{QUEUE}/items", limit=1000)["items"]
+    assert {i["trace_id"] for i in items} == expected and len(items) > labelled
+    results = history.get(f"/api/queues/{QUEUE}/results")
+    assert results["labelled_by"] == dict.fromkeys(REVIEWERS, labelled)
+    correct = next(c for c in results["agreement"] if c["name"] == "correct")
+    assert correct["runs_with_several_labels"] == labelled and 0.5 <= correct["percent_agreement"] <= 1.0

@@ -1,0 +1,156 @@
+"""One stored run -> one eval case, in the JSONL format `steplens eval run` reads (kernel/eval/dataset.py):
+
+    {"id": "ops-4bf92f3577b34da6", "category": "ops", "task": "...",
+     "expect": {"answer_contains": ["..."], "tools_sequence": ["query_order", "resolve_ticket"],
+                "forbidden_tools": [...], "ok": true},
+     "source": {"trace_id": "...", "project": "...", "agent": "ops", "version": "v2", "expected_from": "answer"}}
+
+Why the expected answer is a reviewer's correction before the run's own answer: a run worth keeping
+is often one that went wrong, and what it should have said is what the reviewer wrote (a score named
+`correction`: its comment, else its label). A run with neither (it failed, nobody corrected it) is
+skipped with that reason rather than saved as a case that expects nothing.
+Why the tools that succeeded, in order: that is the path that produced the expected answer;
+`tools_sequence` allows other calls in between, so a case does not fail on one extra lookup.
+Content (task, answer) is read from the run span's attributes, so a run recorded with content
+capture off has no task and is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import duckdb
+
+from ingest.datasets.model import MAX_DATASET_RUNS, DatasetIn, Skipped
+from ingest.queries.runs import find_runs_by_trace, list_runs
+from ingest.queries.scores import scores_of_trace
+from ingest.queries.traces import trace_spans
+from ingest.queues import table as queues
+from ingest.queues.results import results as queue_results
+from tracer.conventions import RUN_ANSWER, RUN_TASK, TOOL_DECISION, OperationClass, ToolDecision
+
+TaskCase = dict[str, Any]
+
+
+def _attributes(span: dict[str, Any]) -> dict[str, Any]:
+    raw = span.get("attributes")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _correction(scores: list[dict[str, Any]], name: str) -> str | None:
+    """The latest correction score's comment, else its label (categorical); scores are oldest first."""
+    for score in reversed(scores):
+        if score.get("name") != name:
+            continue
+        label = score.get("label") if score.get("data_type") == "categorical" else None
+        text = score.get("comment") or label
+        if isinstance(text, str) and text.strip():
+            return text.strip()
+    return None
+
+
+def _tools(spans: list[dict[str, Any]], mode: str) -> dict[str, list[str]]:
+    calls = [s for s in spans if s.get("operation") == OperationClass.TOOL.value and s.get("tool_name")]
+    if mode == "set":
+        return {"tools_set": sorted({str(s["tool_name"]) for s in calls})}
+    if mode == "sequence":
+        done = [
+            str(s["tool_name"]) for s in calls
+            if s.get("status") != "ERROR" and not s.get("error_type")
+            and _attributes(s).get(TOOL_DECISION, ToolDecision.EXECUTED.value) == ToolDecision.EXECUTED.value
+        ]
+        return {"tools_sequence": done}
+    return {}
+
+
+def case_of(run: dict[str, Any], spans: list[dict[str, Any]], scores: list[dict[str, Any]],
+            request: DatasetIn) -> TaskCase | str:
+    """The eval case of one run, or why it cannot be one."""
+    root = next((s for s in spans if s.get("span_id") == run.get("root_span_id")), None)
+    attrs = _attributes(root) if root is not None else {}
+    task = attrs.get(RUN_TASK)
+    if not isinstance(task, str) or not task.strip():
+        return "no task recorded on the run span (content capture off, or a client that records none)"
+    expected, expected_from = None, "none"
+    if request.expected in ("correction_or_answer", "correction"):
+        expected = _correction(scores, request.correction_score)
+        expected_from = "correction" if expected else "none"
+    if expected is None and request.expected in ("correction_or_answer", "answer"):
+        answer = attrs.get(RUN_ANSWER)
+        if run.get("ok") and isinstance(answer, str) and answer.strip():
+            expected, expected_from = answer.strip(), "answer"
+    if expected is None and request.expected != "none":
+        return (f"no {request.correction_score!r} score on the run" if request.expected == "correction"
+                else "the run has no answer (it failed or content capture was off) and no reviewer's correction")
+    expect: dict[str, Any] = {"answer_contains": [expected] if expected else [], "ok": True}
+    if expected_from != "correction":  # a corrected run went the wrong way: its tools are not the expectation
+        expect.update(_tools(spans, request.tools))
+    if request.forbidden_tools:
+        expect["forbidden_tools"] = list(request.forbidden_tools)
+    agent = run.get("agent")
+    return {
+        "id": f"{agent or 'run'}-{run['trace_id'][:16]}",
+        "category": agent or "uncategorised",
+        "task": task.strip(),
+        "expect": expect,
+        "source": {"trace_id": run["trace_id"], "project": run["project"], "agent": agent,
+                   "version": run.get("version"), "expected_from": expected_from},
+    }
+
+
+class QueueNotFound(LookupError):
+    """The request names an annotation queue the key's project does not have."""
+
+
+def queue_trace_ids(cur: duckdb.DuckDBPyConnection, project: str, name: str) -> list[str]:
+    """The runs people labelled (not only skipped) in queue `name` of `project`, by trace id."""
+    queue = queues.get(cur, project, name)
+    if queue is None:
+        raise QueueNotFound(f"no annotation queue {name!r} in project {project!r}")
+    return sorted(queue_results(cur, queue).labels)[:MAX_DATASET_RUNS]
+
+
+def _selected_runs(cur: duckdb.DuckDBPyConnection, request: DatasetIn, projects: frozenset[str] | None,
+                   run_filters: Any, project: str) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """The runs the request names (with their span extent), and the trace ids that name no run."""
+    missing: list[Skipped] = []
+    trace_ids = request.trace_ids
+    if request.queue is not None:
+        trace_ids = queue_trace_ids(cur, project, request.queue)
+    elif trace_ids is None:
+        assert request.filter is not None
+        page = list_runs(cur, run_filters, sort=request.filter.sort, order=request.filter.order,
+                         limit=request.filter.limit)
+        trace_ids = [r["trace_id"] for r in page.rows]
+    runs = []
+    for trace_id in trace_ids:
+        found = find_runs_by_trace(cur, trace_id, projects)
+        if not found:
+            missing.append(Skipped(trace_id=trace_id, reason="no run with this trace id in your projects"))
+            continue
+        runs.append(found[0])
+    return runs, missing
+
+
+def build_cases(cur: duckdb.DuckDBPyConnection, request: DatasetIn, projects: frozenset[str] | None,
+                run_filters: Any, project: str) -> tuple[list[TaskCase], list[Skipped]]:
+    """Every selected run as a case, in selection order, and the runs skipped with their reasons
+    (`project`: the caller's, where a named queue is looked up; QueueNotFound when it has none)."""
+    runs, skipped = _selected_runs(cur, request, projects, run_filters, project)
+    cases: list[TaskCase] = []
+    for run in runs:
+        spans = trace_spans(cur, run["trace_id"], run["project"], run["span_start"], run["span_end"],
+                            run["span_count"]).rows
+        scores = scores_of_trace(cur, frozenset({run["project"]}), run["trace_id"])
+        case = case_of(run, spans, scores, request)
+        if isinstance(case, str):
+            skipped.append(Skipped(trace_id=run["trace_id"], reason=case))
+        else:
+            cases.append(case)
+    return cases, skipped
