@@ -182,6 +182,20 @@ class Bucket(Aggregates):
     end: datetime | None = None
 
 
+class ScoreAggregate(_Model):
+    """Scores of one name on one agent/version's runs of one day (GET /api/overview `scores`)."""
+
+    name: str = ""
+    data_type: str | None = None
+    agent: str | None = None
+    version: str | None = None
+    day: datetime | None = None
+    n: int = 0
+    mean: float | None = None
+    share_true: float | None = None
+    labels: dict[str, int] | None = None
+
+
 class Overview(_Model):
     since: datetime | None = None
     until: datetime | None = None
@@ -189,6 +203,7 @@ class Overview(_Model):
     totals: Aggregates = Field(default_factory=Aggregates)
     stop_reasons: list[StopReasonCount] = Field(default_factory=list)
     series: list[Bucket] = Field(default_factory=list)
+    scores: list[ScoreAggregate] = Field(default_factory=list)
 
 
 class TrendPoint(_Model):

@@ -1,4 +1,5 @@
-"""Overview: run totals, success rate, stop reasons and trends; auto-refresh for an ops screen."""
+"""Overview: run totals, success rate, stop reasons and trends, the range's scores per agent and
+version; auto-refresh for an ops screen."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import streamlit as st
 
 from dashboards import charts
 from dashboards.client import Filters
+from dashboards.scores_view import overview_rows
 from dashboards.ui import (
     client,
     empty_state,
@@ -55,6 +57,9 @@ def body(filters: Filters) -> None:
         left.plotly_chart(charts.runs_over_time_figure(ov), key="runs_over_time")
         right.plotly_chart(charts.stop_reasons_figure(ov), key="stop_reasons")
         st.plotly_chart(charts.cost_over_time_figure(ov), key="cost_over_time")
+        if ov.scores:
+            st.subheader("Scores")
+            st.dataframe(overview_rows(ov.scores), hide_index=True)
         st.subheader("Latest failed runs")
         failed = api.runs(filters, ok=False, limit=10).runs
         if not failed:

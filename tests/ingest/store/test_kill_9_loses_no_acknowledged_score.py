@@ -18,11 +18,11 @@ def test_kill_9_keeps_every_acked_score_once(tmp_path: Path) -> None:
     acked: set[str] = set()
     replayed = []
     for seed, kill_after in enumerate([30, 5, 80]):
-        acked |= _run_and_kill(db, seed, kill_after, 20, "scores")
+        acked |= _run_and_kill(db, seed, kill_after, 90, "scores")  # 90 s: a start on a loaded machine
         store = SpanStore(Settings(db=db))
         store.start()
         try:
-            assert store.wait_loaded(20)
+            assert store.wait_loaded(60)
             replayed.append(store.stats().replayed_records)
             with store.read() as cur:
                 dupes = cur.execute(

@@ -1,4 +1,5 @@
-"""The Runs page shows each run's latest scores in one column, and the Trace page has a Scores panel: every score of the trace (a reviewer's label, a judge's
+"""The Runs page shows each run's latest scores in one column, the Overview page the range's scores
+per agent and version, and the Trace page has a Scores panel: every score of the trace (a reviewer's label, a judge's
 verdict with its reason, a client's evaluation event, an end user's feedback on a span) with its
 value, source, author, comment and time, oldest first; a comment that looks like Markdown is shown
 as the text it is.
@@ -58,3 +59,34 @@ def test_runs_page_scores_column(start_ingest_server, ui_env) -> None:
     by_agent = {agent: (None if empty else text) for agent, text, empty in
                 zip(table["agent"], table["scores"], table["scores"].isna(), strict=True)}
     assert by_agent == {"ticket": "correct=true · stars=4 · tone=polite", "ops": None}
+
+
+def test_overview_page_scores_table(start_ingest_server, ui_env) -> None:
+    """The Overview page sums the API's per-day aggregates over the range: counts, weighted mean and
+    share true, label counts most frequent first."""
+    from datetime import timedelta
+
+    from tests.ingest.api.otlp_runs import T0
+
+    server = start_ingest_server(grpc_port=0)
+    day1 = send_runs(server.http_url, [RunSpec(agent="ticket", version="1", start=T0 + timedelta(minutes=i))
+                                       for i in range(3)])
+    day2 = send_runs(server.http_url, [RunSpec(agent="ticket", version="1", start=T0 + timedelta(days=1, minutes=i))
+                                       for i in range(2)])
+    runs = day1 + day2
+    body = [{"name": "correct", "value": ok, "trace_id": r.trace_id} for r, ok in
+            zip(runs, [True, True, False, True, False], strict=True)]
+    body += [{"name": "stars", "value": v, "trace_id": r.trace_id} for r, v in zip(runs, [1, 2, 3, 4, 5], strict=True)]
+    body += [{"name": "tone", "value": t, "trace_id": r.trace_id} for r, t in
+             zip(runs, ["rude", "polite", "polite", "neutral", "polite"], strict=True)]
+    assert post_scores(server.http_url, body).status_code == 200
+    assert server.store.wait_loaded(10)
+    ui_env(server.http_url)
+    at = open_page("overview", {"since": "all"})
+    assert not at.exception
+    table = next(df.value for df in at.dataframe if "share true" in df.value.columns)
+    rows = {r["score"]: r for r in table.to_dict("records")}
+    assert rows["correct"]["scores"] == 5 and abs(rows["correct"]["share true"] - 0.6) < 1e-12
+    assert rows["stars"]["scores"] == 5 and rows["stars"]["mean"] == 3.0
+    assert rows["tone"]["labels"] == "polite 3 · neutral 1 · rude 1"
+    assert {r["agent"] for r in rows.values()} == {"ticket"}
