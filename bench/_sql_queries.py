@@ -111,3 +111,13 @@ def http_report(url: str, until: datetime, repeat: int) -> int:
         for name, sql in cases(until - timedelta(days=7)):
             over += not _line(f"{name} HTTP", *_timed(lambda sql=sql: call(sql), repeat))
     return over
+
+
+def typical_aggregate(conn: duckdb.DuckDBPyConnection, until: datetime) -> tuple[str, Callable[[int], object]]:
+    """The issue's "typical SQL aggregate" as a `(name, fn(i))` case for bench/find_bench.py's
+    `sql_aggregate_case` hook: LLM calls per model over the last 7 days (the spans view), bound to one
+    project, on the real SQL path."""
+    store = _Store(conn)
+    project = frozenset({conn.execute("SELECT project FROM runs LIMIT 1").fetchone()[0]})
+    name, sql = cases(until - timedelta(days=7))[1]
+    return f"typical {name}", lambda _: run_once(store, sql, project)
