@@ -12,6 +12,8 @@ import asyncio
 import statistics
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -36,8 +38,9 @@ def _p50_ms(send: object, path: str) -> float:
     return statistics.median(times)
 
 
-def measure(db: Path) -> list[tuple[str, float, float]]:
-    """(path, kept-alive p50 ms, new-connection p50 ms) for each path, on a server over `db`."""
+@contextmanager
+def running_server(db: Path) -> Iterator[str]:
+    """A real server (`steplens serve`'s wiring, free port) over `db`; yields its base URL."""
     settings = Settings(db=db, host="127.0.0.1", grpc_port=0, normalize_processes=0)
     metrics = IngestMetrics()
     store = SpanStore(settings, metrics)
@@ -49,18 +52,24 @@ def measure(db: Path) -> list[tuple[str, float, float]]:
     try:
         if not stack.started.wait(120):
             raise RuntimeError("server did not start within 120 s")
-        out = []
-        with httpx.Client(base_url=stack.http_url, timeout=30) as kept:
-            for path in PATHS:
-                kept.get(path)  # warm the connection and the query
-                alive = _p50_ms(kept.get, path)
-                fresh = _p50_ms(lambda p: httpx.get(stack.http_url + p, timeout=30), path)
-                out.append((path, alive, fresh))
-        return out
+        yield stack.http_url
     finally:
         stack.request_stop()
         thread.join(30)
         store.stop()
+
+
+def measure(db: Path) -> list[tuple[str, float, float]]:
+    """(path, kept-alive p50 ms, new-connection p50 ms) for each path, on a server over `db`."""
+    with running_server(db) as url:
+        out = []
+        with httpx.Client(base_url=url, timeout=30) as kept:
+            for path in PATHS:
+                kept.get(path)  # warm the connection and the query
+                alive = _p50_ms(kept.get, path)
+                fresh = _p50_ms(lambda p: httpx.get(url + p, timeout=30), path)
+                out.append((path, alive, fresh))
+        return out
 
 
 def report(db: Path) -> int:

@@ -142,6 +142,8 @@ def run(path: Path, repeat: int) -> int:
 
 
 def run_sql(path: Path, repeat: int) -> int:
+    from bench._api_calls import running_server
+    from bench._sql_queries import http_report
     from bench._sql_queries import report as sql_report
 
     conn = open_database(path, read_only=True)  # the server's DuckDB settings (threads, memory_limit)
@@ -149,9 +151,12 @@ def run_sql(path: Path, repeat: int) -> int:
         total = conn.execute("SELECT count(*) FROM spans").fetchone()[0]
         until = conn.execute("SELECT max(start_time) FROM runs").fetchone()[0]
         print(f"store: {total:,} spans; SQL path, median and p95 of {repeat} after 2 warm-ups", flush=True)
-        return 1 if sql_report(conn, until, repeat) else 0
+        over = sql_report(conn, until, repeat)
     finally:
         conn.close()
+    with running_server(path) as url:  # the server of a store without keys: every project, as operator
+        over += http_report(url, until, repeat)
+    return 1 if over else 0
 
 
 def main(argv: list[str] | None = None) -> int:

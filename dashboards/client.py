@@ -282,11 +282,6 @@ class QueryClient:
 
         return self._cached("SqlAnswer", "/api/sql", body, fetch)
 
-    def sql_csv(self, query: str, limit: int = 10_000, project: str | None = None) -> str:
-        """The same query's answer as CSV (the download button)."""
-        body: dict[str, Any] = {"sql": query, "limit": limit, "format": "csv", **({"project": project} if project else {})}
-        return self._cached("sql-csv", "/api/sql", body, lambda: self._post_sql(body).text)
-
     def _post_sql(self, body: dict[str, Any]) -> httpx.Response:
         try:
             response = self._http.post("/api/sql", json=body)

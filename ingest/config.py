@@ -168,6 +168,10 @@ class Settings(BaseSettings):
     sql_max_query_bytes: int = Field(
         64 * 1024, ge=256, le=16 * MIB, description="Longest SQL text `POST /api/sql` accepts (400 beyond)."
     )
+    sql_max_concurrent: int = Field(
+        2, ge=1, le=64, description="Most `POST /api/sql` queries running at once; one more is answered 429 with "
+        "Retry-After (the writer and the pages keep their share of the CPU)."
+    )
     queues: list[DeclaredQueue] = Field(
         default_factory=list,
         description="Annotation queues (`[[queues]]`: name, project, filter, sampling_rate, score_configs, "

@@ -4,6 +4,8 @@ so a view can be shared; the server binds the views to the dashboards' key's pro
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
@@ -22,6 +24,15 @@ def _cell(value: Any) -> Any:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False)
     return value
+
+
+def _csv(names: list[str], rows: list[list[Any]]) -> str:
+    """The shown answer as CSV (no second query for the download)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(names)
+    writer.writerows([["" if v is None else _cell(v) for v in row] for row in rows])
+    return out.getvalue()
 
 
 def _pick(name: str, options: list[str], default: str) -> int:
@@ -78,8 +89,8 @@ with guard():
     names = answer.names
     table = [{name: _cell(v) for name, v in zip(names, row, strict=False)} for row in answer.rows]
     st.dataframe(table, hide_index=True, key="sql_result", column_order=names)
-    st.download_button("Download CSV", client().sql_csv(query, limit=limit), file_name="steplens-sql.csv",
-                       mime="text/csv", icon=":material/download:")
+    st.download_button("Download CSV", _csv(names, answer.rows), file_name="steplens-sql.csv", mime="text/csv",
+                       icon=":material/download:")
 
     st.subheader("Chart")
     if not names:

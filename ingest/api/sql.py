@@ -8,6 +8,7 @@ a 413 and never sits in memory whole.
 No `from __future__ import annotations`: FastAPI must evaluate the `Depends(read_access)` hints.
 """
 
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -125,6 +126,7 @@ def build_sql_router(store: Any, settings: Settings, read_access: Callable[..., 
         max_result_bytes=settings.sql_max_result_bytes,
         max_query_bytes=settings.sql_max_query_bytes,
     )
+    running = threading.BoundedSemaphore(settings.sql_max_concurrent)
     # the SQL text may be escaped in JSON (up to 6 bytes per character) plus the other fields
     body_cap = 6 * settings.sql_max_query_bytes + 4096
     router = APIRouter(tags=["sql"])
@@ -156,22 +158,38 @@ def build_sql_router(store: Any, settings: Settings, read_access: Callable[..., 
             )
         except Refused as exc:
             raise HTTPException(400, f"SQL refused: {exc}") from None
+        if not running.acquire(blocking=False):
+            raise HTTPException(
+                429, f"{settings.sql_max_concurrent} SQL queries are running (sql_max_concurrent): retry shortly",
+                headers={"Retry-After": str(settings.retry_after_s)},
+            )
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                running.release()
+
         try:
-            started: Started = await run_in_threadpool(start, store, prepared, query_limits, body.sql)
+            started: Started = await run_in_threadpool(start, store, prepared, query_limits, body.sql, release)
         except SqlTimeout:
+            release()
             raise HTTPException(
                 504, f"the query ran past the time limit of {limits.timeout_s:g} s (sql_timeout_s): "
                 "narrow it (a time range on start_time, fewer joins) and retry"
             ) from None
         except SqlFailed as exc:
+            release()
             raise HTTPException(400, f"SQL failed: {exc}") from None
         except StoreUnavailable:
+            release()
             raise HTTPException(503, "store unavailable, retry shortly", headers={"Retry-After": "1"}) from None
+        except BaseException:
+            release()
+            raise
         encoder = encoder_for(fmt, started.columns, started.types, started.schema)
-        headers = {
-            "X-Steplens-Row-Limit": str(max_rows),
-            "Cache-Control": "no-store",
-        }
+        headers = {"X-Steplens-Row-Limit": str(max_rows), "Cache-Control": "no-store"}
         return StreamingResponse(started.rows(encoder), media_type=MEDIA_TYPES[fmt], headers=headers)
 
     return router

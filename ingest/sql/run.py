@@ -83,6 +83,30 @@ class _Deadline:
         self._timer.cancel()
 
 
+class _CloseOnce:
+    """Closes the query's resources exactly once, from whichever thread gets there first: the stream at
+    its end, or the reaper shortly after the time limit when the stream was abandoned (a client gone
+    before its first byte leaves a generator nobody closes, and its cursor and concurrency slot with it)."""
+
+    REAP_AFTER_S = 2.0  # after the time limit: by then the interrupt has ended any fetch
+
+    def __init__(self, stack: ExitStack, timeout_s: float) -> None:
+        self._stack = stack
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reaper = threading.Timer(timeout_s + self.REAP_AFTER_S, self)
+        self._reaper.daemon = True
+        self._reaper.start()
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._reaper.cancel()
+        self._stack.close()
+
+
 @dataclass
 class Started:
     """A query whose first batch has been computed; `rows()` streams the answer and closes it."""
@@ -167,12 +191,17 @@ def _next_batch(reader: pa.RecordBatchReader, fired: threading.Event, query: str
         raise SqlFailed(safe_message(exc, query)) from exc
 
 
-def start(store: Any, prepared: Prepared, limits: SqlLimits, query: str) -> Started:
+def start(
+    store: Any, prepared: Prepared, limits: SqlLimits, query: str, on_close: Callable[[], None] | None = None
+) -> Started:
     """Open a cursor, run the prepared query and compute its first batch.
 
-    Raises SqlTimeout, SqlFailed or StoreUnavailable; on any failure the cursor is closed.
+    Raises SqlTimeout, SqlFailed or StoreUnavailable; on any failure the cursor is closed. `on_close`
+    runs when the cursor closes (the answer streamed, or the start failed): the API's slot is freed.
     """
     stack = ExitStack()
+    if on_close is not None:
+        stack.callback(on_close)
     deadline: _Deadline | None = None
     try:
         cursor = stack.enter_context(store.read())
@@ -211,4 +240,5 @@ def start(store: Any, prepared: Prepared, limits: SqlLimits, query: str) -> Star
     except BaseException:
         stack.close()
         raise
-    return Started(columns, types, reader.schema, first, reader, stack.close, limits, query, deadline.fired)
+    closer = _CloseOnce(stack, limits.timeout_s)
+    return Started(columns, types, reader.schema, first, reader, closer, limits, query, deadline.fired)
