@@ -116,35 +116,33 @@ def queue_trace_ids(cur: duckdb.DuckDBPyConnection, project: str, name: str) -> 
     return sorted(queue_results(cur, queue).labels)[:MAX_DATASET_RUNS]
 
 
-def _selected_runs(cur: duckdb.DuckDBPyConnection, request: DatasetIn, projects: frozenset[str] | None,
-                   run_filters: Any, project: str) -> tuple[list[dict[str, Any]], list[Skipped]]:
-    """The runs the request names (with their span extent), and the trace ids that name no run."""
-    missing: list[Skipped] = []
-    trace_ids = request.trace_ids
+def selected_trace_ids(cur: duckdb.DuckDBPyConnection, request: DatasetIn, run_filters: Any,
+                       project: str) -> list[str]:
+    """The trace ids the request selects, in its order (`project`: the caller's, where a named queue
+    is looked up; QueueNotFound when it has none)."""
     if request.queue is not None:
-        trace_ids = queue_trace_ids(cur, project, request.queue)
-    elif trace_ids is None:
-        assert request.filter is not None
-        page = list_runs(cur, run_filters, sort=request.filter.sort, order=request.filter.order,
-                         limit=request.filter.limit)
-        trace_ids = [r["trace_id"] for r in page.rows]
-    runs = []
+        return queue_trace_ids(cur, project, request.queue)
+    if request.trace_ids is not None:
+        return list(request.trace_ids)
+    assert request.filter is not None
+    page = list_runs(cur, run_filters, sort=request.filter.sort, order=request.filter.order,
+                     limit=request.filter.limit)
+    return [r["trace_id"] for r in page.rows]
+
+
+def cases_of(cur: duckdb.DuckDBPyConnection, trace_ids: list[str], request: DatasetIn,
+             projects: frozenset[str] | None) -> tuple[list[TaskCase], list[Skipped]]:
+    """The cases of these runs, in order, and the runs skipped with their reasons (a trace id naming
+    no readable run too). Callers pass a few dozen ids per read, so each read stays within the
+    query time limit however large the dataset."""
+    cases: list[TaskCase] = []
+    skipped: list[Skipped] = []
     for trace_id in trace_ids:
         found = find_runs_by_trace(cur, trace_id, projects)
         if not found:
-            missing.append(Skipped(trace_id=trace_id, reason="no run with this trace id in your projects"))
+            skipped.append(Skipped(trace_id=trace_id, reason="no run with this trace id in your projects"))
             continue
-        runs.append(found[0])
-    return runs, missing
-
-
-def build_cases(cur: duckdb.DuckDBPyConnection, request: DatasetIn, projects: frozenset[str] | None,
-                run_filters: Any, project: str) -> tuple[list[TaskCase], list[Skipped]]:
-    """Every selected run as a case, in selection order, and the runs skipped with their reasons
-    (`project`: the caller's, where a named queue is looked up; QueueNotFound when it has none)."""
-    runs, skipped = _selected_runs(cur, request, projects, run_filters, project)
-    cases: list[TaskCase] = []
-    for run in runs:
+        run = found[0]
         spans = trace_spans(cur, run["trace_id"], run["project"], run["span_start"], run["span_end"],
                             run["span_count"]).rows
         scores = scores_of_trace(cur, frozenset({run["project"]}), run["trace_id"])

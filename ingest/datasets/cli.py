@@ -93,7 +93,8 @@ def create_command(
             "correction_score": correction_score,
             "forbidden_tools": forbidden_tools or [], "replace": replace, **selection}
     try:
-        response = httpx.post(api.rstrip("/") + "/api/datasets", json=body, headers=_headers(), timeout=120)
+        # a case costs a few small reads: 1000 runs took ~70 s on a loaded 2-core machine
+        response = httpx.post(api.rstrip("/") + "/api/datasets", json=body, headers=_headers(), timeout=600)
     except httpx.HTTPError as exc:
         err.print(f"[bold red]steplens dataset create:[/] cannot reach {escape(api)}: {escape(str(exc))}",
                   highlight=False)

@@ -29,7 +29,10 @@ def test_documented_example_loads(tmp_path: Path) -> None:
     path.write_text(_documented_toml())
     settings = load_settings(path)
     rules = {r.name: r for r in settings.alerts}
-    assert set(rules) == {"support steps per release", "failure rate up", "cost ceiling", "steps creep"}
+    assert set(rules) == {"support steps per release", "failure rate up", "cost ceiling", "steps creep",
+                          "correct per release", "helpfulness slide"}
+    assert rules["correct per release"].metric == "score:correct" and rules["correct per release"].kind is RuleKind.RELEASE
+    assert rules["helpfulness slide"].metric == "score:helpfulness" and rules["helpfulness slide"].kind is RuleKind.DRIFT
     assert rules["support steps per release"].kind is RuleKind.RELEASE
     assert rules["support steps per release"].cooldown == timedelta(hours=6)
     assert rules["cost ceiling"].threshold == 0.25 and rules["cost ceiling"].window == timedelta(hours=1)
@@ -49,6 +52,10 @@ def test_documented_example_loads(tmp_path: Path) -> None:
         ('[[alerts]]\nname = "a"\ncooldown = "soon"\n', "not a duration"),
         ('[[alerts]]\nname = "a"\nseverity = "urgent"\n', "severity"),
         ('[[alerts]]\nname = "a"\nthreshhold = 3\n', "threshhold"),
+        ('[[alerts]]\nname = "a"\nmetric = "score:"\n', "score name must be 1 to 200 characters"),
+        ('[[alerts]]\nname = "a"\nmetric = "score:tone="\n', "the label after '=' is empty"),
+        ('[[alerts]]\nname = "a"\nkind = "drift"\nmetric = "score:*"\n', "drift watches"),
+        ('[[alerts]]\nname = "a"\nkind = "threshold"\nthreshold = 1\nmetric = "score:*"\n', "not score:*"),
     ],
 )
 def test_unworkable_rules_are_refused_with_the_reason(tmp_path: Path, toml: str, message: str) -> None:
