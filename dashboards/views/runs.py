@@ -14,6 +14,7 @@ from dashboards.ui import (
     param,
     set_param,
     trace_url,
+    url_text_input,
 )
 from tracer import conventions as c
 
@@ -37,14 +38,13 @@ stop_reason = cols[1].selectbox("Stop reason", STOP_REASONS, index=_choice("stop
 q = cols[2].text_input("Search name / agent", value=param("q"))
 sort = cols[3].selectbox("Sort by", SORTS, index=_choice("sort", SORTS, "start_time"))
 order = cols[4].selectbox("Order", ("desc", "asc"), index=_choice("order", ("desc", "asc"), "desc"))
-expression = st.text_input(
-    "Filter", value=param("filter"),
+expression = url_text_input(
+    "filter", "Filter",
     placeholder='attributes["gen_ai.tool.name"] = "refund" and steps > 5 and search("timeout")',
     help="A filter expression over the run and its spans: columns, attributes[\"key\"], = != > >= < <=, contains, "
     "exists, in (...), and/or/not, search(\"words\"). See the README, Finding runs and spans.",
 )
 for name, value, default in (("status", status, "all"), ("stop_reason", stop_reason, ""), ("q", q, ""),
-                             ("filter", expression.strip(), ""),
                              ("sort", sort, "start_time"), ("order", order, "desc")):
     set_param(name, None if value == default else value)
 

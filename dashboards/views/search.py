@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboards.search_models import SearchResult
 from dashboards.text import inert
-from dashboards.ui import client, filters_sidebar, guard, param, set_param, trace_link
+from dashboards.ui import client, filters_sidebar, guard, param, set_param, trace_link, url_text_input
 
 LIMITS = (20, 50, 100)
 
@@ -24,13 +24,13 @@ def snippet_markdown(result: SearchResult) -> str:
 st.title("Search")
 filters = filters_sidebar()
 cols = st.columns([3, 3, 1])
-q = cols[0].text_input("Words", value=param("q"), placeholder="timeout", help="Every word must appear in one field.")
-expression = cols[1].text_input("Filter (spans)", value=param("filter"), placeholder='tool_name = "refund"')
+with cols[0]:
+    q = url_text_input("q", "Words", placeholder="timeout", help="Every word must appear in one field.")
+with cols[1]:
+    expression = url_text_input("span_filter", "Filter (spans)", placeholder='tool_name = "refund"')
 limit_value = param("limit", "20")
 limit = cols[2].selectbox("Results", LIMITS, index=LIMITS.index(int(limit_value)) if limit_value in {"20", "50", "100"}
                           else 0)
-set_param("q", q.strip())
-set_param("filter", expression.strip())
 set_param("limit", None if limit == 20 else str(limit))
 
 if not q.strip():
