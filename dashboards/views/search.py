@@ -1,5 +1,5 @@
 """Search: full-text search over span content, ranked, each hit with its highlighted passage and a link
-to its trace. The query and the optional filter live in the URL, so a search is shareable.
+to its trace. The words (`q`) and the optional span filter (`span_filter`) live in the URL, so a search is shareable.
 
 Every value from a span (names, fields, snippets) is rendered inert (dashboards/text.py): only the bold
 around matched words is ours.
