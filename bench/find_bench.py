@@ -9,7 +9,8 @@ then builds its full-text index with the server's own indexer (`SearchIndexer` r
 already built. Then times, as the API runs them (the functions of ingest/queries and ingest/search on
 one cursor with the server's DuckDB settings), median and p95 of `--repeat` runs after two warm-ups:
 
-  attribute filter   /api/spans  attributes["gen_ai.tool.name"] = "refund", last 24 h and 7 d
+  attribute filter   /api/spans  attributes["gen_ai.tool.name"] = "refund", last 24 h and 7 d; a value
+                                 no span has (7 d: every span of the range is read)
                      /api/runs   attributes["gen_ai.tool.name"] = "refund" and status = "ERROR", 24 h
   full-text search   /api/search "timed out" and "refund" (a word of every run) over all 30 d, top 20
                      /api/runs   search("timed out") and agent = "billing", 7 d
@@ -49,6 +50,9 @@ from ingest.store.database import cursor, open_database  # noqa: E402
 TARGET_MS = 300.0
 ATTRIBUTE = 'attributes["gen_ai.tool.name"] = "refund"'
 PROMOTED = 'tool_name = "refund"'
+# The worst case of a top-50 page: nothing matches, so every span of the range is read.
+NO_MATCH = 'attributes["gen_ai.tool.name"] = "no_such_tool"'
+NO_MATCH_PROMOTED = 'tool_name = "no_such_tool"'
 
 
 def build_index(db: Path, index_path: Path) -> None:
@@ -148,6 +152,7 @@ def run(db: Path, index_path: Path, repeat: int) -> int:
     cases = [
         ("spans attr filter (24 h)", spans(ATTRIBUTE, day), "promoted column", spans(PROMOTED, day)),
         ("spans attr filter (7 d)", spans(ATTRIBUTE, week), "promoted column", spans(PROMOTED, week)),
+        ("spans attr, no match (7 d)", spans(NO_MATCH, week), "promoted column", spans(NO_MATCH_PROMOTED, week)),
         ("runs attr filter (24 h)", runs(f'{ATTRIBUTE} and status = "ERROR"', day), "promoted column",
          runs(f'{PROMOTED} and status = "ERROR"', day)),
         ('search "timed out" (30 d)', search("timed out"), "ILIKE scan", like_scan("timed out")),
