@@ -27,6 +27,7 @@ PAGES = [
     st.Page("views/cost.py", title="Cost", icon=":material/payments:", url_path="cost"),
     st.Page("views/replanning.py", title="Replanning", icon=":material/account_tree:", url_path="replanning"),
     st.Page("views/runs.py", title="Runs", icon=":material/list:", url_path="runs"),
+    st.Page("views/search.py", title="Search", icon=":material/search:", url_path="search"),
     st.Page("views/trace.py", title="Trace", icon=":material/timeline:", url_path="trace"),
     st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
     st.Page("views/regressions.py", title="Regressions", icon=":material/trending_up:", url_path="regressions"),

@@ -31,6 +31,7 @@ from dashboards.config import UISettings
 from dashboards.datasets_models import DatasetSaved
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
+from dashboards.search_models import SearchAnswer
 from dashboards.sessions_models import Graph, SavedView, SavedViews, Session, SessionsPage
 from dashboards.sql_models import SqlAnswer, SqlCatalog
 
@@ -189,11 +190,19 @@ class QueryClient:
         order: str = "desc",
         limit: int = 50,
         cursor: str | None = None,
+        expression: str | None = None,
     ) -> RunsPage:
         params: dict[str, Any] = {**filters.params(), "sort": sort, "order": order, "limit": limit}
-        extra = {"ok": None if ok is None else str(ok).lower(), "stop_reason": stop_reason, "q": q, "cursor": cursor}
+        extra = {"ok": None if ok is None else str(ok).lower(), "stop_reason": stop_reason, "q": q, "cursor": cursor,
+                 "filter": expression}
         params.update({k: v for k, v in extra.items() if v not in (None, "")})
         return self._model(RunsPage, "/api/runs", params)
+
+    def search(self, q: str, filters: Filters = Filters(), expression: str | None = None, limit: int = 20) -> SearchAnswer:
+        """Full-text search; only the project and time range of `filters` apply (spans have no run mode)."""
+        scope = {k: v for k, v in filters.params().items() if k in ("project", "since", "until")}
+        params = {**scope, "q": q, "limit": limit, **({"filter": expression} if expression else {})}
+        return self._model(SearchAnswer, "/api/search", params)
 
     def trace(self, trace_id: str) -> Trace:
         tid = trace_id.strip().lower()

@@ -84,6 +84,17 @@ def url_widget_value(key: str, default: str) -> None:
     st.session_state[f"w_{key}"] = st.session_state[kkey]
 
 
+def url_text_input(key: str, label: str, **kwargs: object) -> str:
+    """A text input whose value lives in the URL parameter `key` (and survives page switches), as the
+    sidebar's filters do; returns the stripped value."""
+    url_widget_value(key, "")
+    st.text_input(label, key=f"w_{key}", on_change=_keep, args=(key,), **kwargs)  # type: ignore[arg-type]
+    value = str(st.session_state.get(f"w_{key}", "")).strip()
+    st.session_state[f"url_{key}"] = value
+    set_param(key, value)
+    return value
+
+
 def filters_sidebar() -> Filters:
     """The common filters (design.md §4) as sidebar widgets whose values live in the URL; a `?view=<id>`
     in the URL first restores that saved view (dashboards/saved_views.py)."""

@@ -272,6 +272,32 @@ def dataset_get(
     raise typer.Exit(download(api, name, out, project))
 
 
+search_app = typer.Typer(help="The server's full-text search index.", no_args_is_help=True)
+app.add_typer(search_app, name="search")
+
+
+@search_app.command("reindex")
+def search_reindex(
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Follow the rebuild until it is done.")] = True,
+) -> None:
+    """Rebuild the search index from the stored spans (searches see a partial index meanwhile).
+    Needs the operator scope; the API key comes from STEPLENS_API_KEY."""
+    from ingest.search.cli import reindex_command
+
+    raise typer.Exit(reindex_command(api, wait))
+
+
+@search_app.command("status")
+def search_status(
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """How far the search index lags the stored spans."""
+    from ingest.search.cli import status_command
+
+    raise typer.Exit(status_command(api))
+
+
 eval_app = typer.Typer(help="Evaluate an agent on a dataset; compare two evaluations.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 

@@ -15,6 +15,7 @@ from dashboards.ui import (
     param,
     set_param,
     trace_url,
+    url_text_input,
 )
 from tracer import conventions as c
 
@@ -39,12 +40,18 @@ stop_reason = cols[1].selectbox("Stop reason", STOP_REASONS, index=_choice("stop
 q = cols[2].text_input("Search name / agent", value=param("q"))
 sort = cols[3].selectbox("Sort by", SORTS, index=_choice("sort", SORTS, "start_time"))
 order = cols[4].selectbox("Order", ("desc", "asc"), index=_choice("order", ("desc", "asc"), "desc"))
+expression = url_text_input(
+    "filter", "Filter",
+    placeholder='attributes["gen_ai.tool.name"] = "refund" and steps > 5 and search("timeout")',
+    help="A filter expression over the run and its spans: columns, attributes[\"key\"], = != > >= < <=, contains, "
+    "exists, in (...), and/or/not, search(\"words\"). See the README, Finding runs and spans.",
+)
 for name, value, default in (("status", status, "all"), ("stop_reason", stop_reason, ""), ("q", q, ""),
                              ("sort", sort, "start_time"), ("order", order, "desc")):
     set_param(name, None if value == default else value)
 
 # Keyset paging: a stack of cursors, reset whenever the query changes.
-signature = (filters, status, stop_reason, q, sort, order)
+signature = (filters, status, stop_reason, q, expression, sort, order)
 if st.session_state.get("runs_signature") != signature:
     st.session_state["runs_signature"] = signature
     st.session_state["runs_cursors"] = [None]
@@ -54,6 +61,7 @@ with guard():
     page = client().runs(
         filters, ok={"all": None, "ok": True, "failed": False}[status], stop_reason=stop_reason or None,
         q=q.strip() or None, sort=sort, order=order, limit=PAGE_SIZE, cursor=cursors[-1],
+        expression=expression.strip() or None,
     )
     if not page.runs and len(cursors) == 1:
         empty_state()

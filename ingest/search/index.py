@@ -28,6 +28,7 @@ HIT_OPEN, HIT_CLOSE = "\x02", "\x03"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 MAX_QUERY_WORDS = 16
 SNIPPET_TOKENS = 24
+RANK_WINDOW = 20_000  # matches ranked per query: the most recently indexed ones (design.md §4)
 EPOCH = datetime(1970, 1, 1)
 
 _SCHEMA = [
@@ -237,12 +238,24 @@ class SearchIndex:
         snippet = (
             f"snippet(body, 0, '{HIT_OPEN}', '{HIT_CLOSE}', '…', {SNIPPET_TOKENS})" if snippets else "''"
         )
+        newest = (
+            f"SELECT body.rowid FROM body JOIN docs d ON d.id = body.rowid WHERE {' AND '.join(where)} "
+            "ORDER BY body.rowid DESC LIMIT 1 OFFSET ?"
+        )
         sql = (
             f"SELECT d.project, d.trace_id, d.span_id, d.start_us, d.field, -bm25(body), {snippet} "
             f"FROM body JOIN docs d ON d.id = body.rowid WHERE {' AND '.join(where)} ORDER BY bm25(body) LIMIT ?"
         )
         try:
-            rows = conn.execute(sql, [*params, limit]).fetchall()
+            # Ranking scores every match: for a word in most documents that is seconds. Only the
+            # RANK_WINDOW most recently indexed matches are ranked (walking the match list newest first
+            # is cheap); fewer matches are all ranked.
+            bound = conn.execute(newest, [*params, max(limit, RANK_WINDOW) - 1]).fetchone()
+            if bound is not None:
+                sql = sql.replace(" WHERE ", " WHERE body.rowid >= ? AND ", 1)
+                rows = conn.execute(sql, [bound[0], *params, limit]).fetchall()
+            else:
+                rows = conn.execute(sql, [*params, limit]).fetchall()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):  # created, schema not committed yet
                 return []

@@ -81,7 +81,7 @@ class SearchIndexer:
         self._last_step = time.monotonic()
         try:
             added = self._step(conn)
-        except (duckdb.Error, OSError, Exception) as exc:  # noqa: BLE001 - never stop the writer
+        except Exception as exc:  # noqa: BLE001 - a DuckDB, SQLite or disk error must never stop the writer
             self.failed = f"{type(exc).__name__}: {exc}"
             self._retry_at = time.monotonic() + self._backoff
             log.error("search indexing failed, retrying in %.0f s (nothing is lost): %s", self._backoff, self.failed)

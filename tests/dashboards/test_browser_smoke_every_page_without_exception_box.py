@@ -18,6 +18,7 @@ from ingest.config import Settings
 from kernel.examples.demo import run_demo
 from kernel.examples.history import RELEASED_AGENT
 from tests.dashboards.browser import APP_PAGES, SHOTS, chromium, ui_server
+from tests.ingest.api.content_runs import wait_indexed
 from tests.ingest.conftest import _ServerThread
 
 pytestmark = pytest.mark.timeout(600)
@@ -31,6 +32,14 @@ return Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-p
 }));
 """
 TREND_PAGES = {"", "failures", "regressions-drift", "sql"}  # pages that draw a trend over time
+
+
+@dataclass
+class _Api:
+    url: str
+
+    def get(self, path: str, key: str | None = None, **params: str) -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", params=params, timeout=30)
 
 
 @dataclass
@@ -57,6 +66,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         summary = run_demo(server.http_url, DEMO_RUNS, seed=0, concurrency=32, progress=False, days=DEMO_DAYS)
         assert summary.export_complete, summary
         assert server.store.wait_loaded(60)
+        wait_indexed(_Api(server.http_url))  # the Search page's results
         v1 = _one(server.http_url, agent=RELEASED_AGENT, version="v1", ok="true")
         v2 = _one(server.http_url, agent=RELEASED_AGENT, version="v2", ok="true")
         sessions = httpx.get(f"{server.http_url}/api/sessions", params={"since": "30d", "limit": 1000}, timeout=30)
@@ -89,6 +99,8 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
     pages = [
         ("", "?since=7d", "Overview", '[data-testid="stMetric"]'),  # the default page lives at the root
         ("runs", "?since=7d", "Runs", '[data-testid="stDataFrame"]'),
+        ("runs", "?since=30d&filter=steps%20%3E%201%20and%20tool_name%20exists", "Runs", '[data-testid="stDataFrame"]'),
+        ("search", "?since=30d&q=cheapest%20vendor", "Search", '[data-testid="stPageLink"]'),
         ("trace", f"?trace_id={demo.trace_id}", "Trace", '[data-testid="stExpander"]'),
         ("failures", "?since=30d", "Failures", '[data-testid="stMetric"]'),
         ("tools", "?since=7d", "Tools", '[data-testid="stDataFrame"]'),
@@ -122,6 +134,8 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
             name += "-transcript"
         if page == "regressions":
             name += "-" + query.split("comparison=")[1].split("&")[0]
+        if page == "runs" and "filter=" in query:
+            name += "-filter"
         if name in TREND_PAGES:  # plotly draws after the script run: wait for the charts' SVG
             wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stPlotlyChart"] .main-svg')))
         charts = len(driver.find_elements(By.CSS_SELECTOR, '[data-testid="stPlotlyChart"]'))

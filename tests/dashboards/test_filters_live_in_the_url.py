@@ -27,3 +27,18 @@ def test_filters_survive_a_page_switch_and_widget_edits_reach_the_url(loaded_ser
     assert not at.exception
     assert at.query_params["agent"] == "lister" and at.query_params["since"] == "all"
     assert {m.label: m.value for m in at.metric}["Runs"] == "1"
+
+
+def test_runs_filter_expression_lives_in_the_url_and_filters(loaded_server: LoadedServer, ui_env) -> None:
+    ui_env(loaded_server.url)
+    at = open_page("runs", {"since": "all", "filter": 'agent = "calc" and steps >= 1'})
+    assert not at.exception
+    assert set(at.dataframe[0].value["agent"]) == {"calc"}
+    box = next(t for t in at.text_input if t.label == "Filter")
+    box.input('agent = "lister"').run()
+    assert at.query_params["filter"] == 'agent = "lister"'
+    assert set(at.dataframe[0].value["agent"]) == {"lister"}
+    box = next(t for t in at.text_input if t.label == "Filter")
+    box.input("steps >").run()  # a refused filter is a message naming where, not an exception
+    assert not at.exception
+    assert any("line 1, column 8" in e.value for e in at.error), ([e.value for e in at.error], [w.value for w in at.warning], [i.value for i in at.info], at.query_params)

@@ -34,6 +34,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ingest.alerts.rules import AlertRule
 from tests.dashboards.browser import chromium, open_page, ui_server
+from tests.ingest.api.content_runs import wait_indexed
 from tests.ingest.api.otlp_runs import ns
 from tracer import conventions as c
 
@@ -62,6 +63,14 @@ class Beacon:
         at = f"http://127.0.0.1:{self.port}"
         return (f"{field} [lnk]({at}/l) ![i]({at}/i.png) <img src='{at}/h.png'> **bold** "
                 f":red[red] {at}/u")
+
+
+class _Api:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def get(self, path: str, key: str | None = None, **params: Any) -> httpx.Response:
+        return httpx.get(self.url + path, params=params, timeout=30)
 
 
 @pytest.fixture
@@ -126,12 +135,13 @@ def test_no_page_renders_a_span_value_as_markdown(start_ingest_server, beacon: B
     assert rejected.status_code == 200, rejected.text
     assert srv.store.wait_loaded(30)
     assert httpx.post(base + "/api/alerts/check").json()["firing"], "the alert on the hostile agent fires"
+    wait_indexed(_Api(base))  # the Search page shows the hostile status messages' snippets
 
     pages = [
         ("failures?since=all", "Failures"), (f"trace?trace_id={traces[0]}", "Trace"),
         (f"compare?a={traces[0]}&b={traces[1]}", "Compare runs"), ("approvals?status=all", "Approvals"),
         ("alerts", "Alerts"), ("regressions?comparison=drift&since=all", "Regressions"),
-        ("runs?since=all", "Runs"), ("?since=all", "Overview"),
+        ("runs?since=all", "Runs"), ("?since=all", "Overview"), ("search?since=all&q=message", "Search"),
         ("sessions?since=all", "Sessions"), (f"sessions?since=all&session={quote(v('conversation'), safe='')}", "Sessions"),
         ("graph?since=all", "Agent graph"),
     ]
@@ -155,4 +165,4 @@ def test_no_page_renders_a_span_value_as_markdown(start_ingest_server, beacon: B
                 shown_literally.add(title)
     assert beacon.hits == [], f"the browser fetched {beacon.hits} from a span value"
     # the values are there, as the text they are (not merely dropped)
-    assert {"Failures", "Trace", "Compare runs", "Approvals", "Alerts", "Sessions"} <= shown_literally, shown_literally
+    assert {"Failures", "Trace", "Compare runs", "Approvals", "Alerts", "Sessions", "Search"} <= shown_literally, shown_literally

@@ -106,3 +106,22 @@ def test_search_inside_filters(world):
     assert _search(server, "timeout", since=(T0 + timedelta(seconds=30)).isoformat())["results"][0]["trace_id"] == (
         runs["sparse"].trace_id
     )
+
+
+def test_a_word_in_very_many_documents_ranks_only_the_newest_matches(server, monkeypatch):
+    """Ranking every match of a word most documents hold takes seconds at 10M spans, so only the
+    RANK_WINDOW most recently indexed matches are ranked: an older, denser match drops out of the window."""
+    from ingest.search import index
+
+    e = Emitter()
+    dense = emit(e, ContentRun("ops", "timeout timeout timeout"))
+    server.send(e.request())
+    wait_indexed(server)
+    # newer matches, as many as the API reads candidates for one result (at least that many are ranked)
+    sparse = {emit(e, ContentRun("ops", f"{FILLER} timeout {FILLER}", start=T0 + timedelta(minutes=i))).trace_id
+              for i in range(1, 6)}
+    server.send(e.request())
+    wait_indexed(server)
+    assert _search(server, "timeout", limit=1)["results"][0]["trace_id"] == dense.trace_id
+    monkeypatch.setattr(index, "RANK_WINDOW", 1)
+    assert _search(server, "timeout", limit=1)["results"][0]["trace_id"] in sparse
