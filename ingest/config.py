@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
+from ingest.evaluators.rules import EvaluatorRule, check_evaluator_rules
 from ingest.otlp.limits import AttributeLimits
 from ingest.scores.configs import ScoreConfig, check_file_configs
 
@@ -154,6 +155,22 @@ class Settings(BaseSettings):
     scores_strict: bool = Field(
         False, description="Refuse (422) a score whose name has no config; by default it is stored with its type inferred."
     )
+    evaluators: list[EvaluatorRule] = Field(
+        default_factory=list,
+        description="Online evaluator rules (`[[evaluators]]`: which runs, a built-in evaluator or an LLM judge, the "
+        "score it writes). See the README's Online evaluators section.",
+    )
+    evaluator_concurrency: int = Field(
+        2, ge=1, le=64, description="Evaluations (judge calls included) the server runs at once, on its own threads."
+    )
+    evaluator_poll_interval_s: float = Field(
+        5.0, gt=0, description="How often the evaluator thread looks for runs its rules have not scored yet."
+    )
+
+    @model_validator(mode="after")
+    def _evaluator_rules(self) -> Settings:
+        check_evaluator_rules(self.evaluators)
+        return self
 
     @model_validator(mode="after")
     def _score_configs(self) -> Settings:

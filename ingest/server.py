@@ -303,6 +303,7 @@ class ServerStack:
         self._ephemeral = ephemeral_ports
         self.http_socket = bind_tcp(settings.host, 0 if ephemeral_ports else settings.port)
         self.http_port: int = self.http_socket.getsockname()[1]
+        self.app.state.http_url = self.http_url  # where in-process clients (judge runs) export to
         self.grpc_port: int | None = None
         self.started = threading.Event()
         config = uvicorn.Config(self.app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
@@ -381,8 +382,10 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api import build_query_router
     from ingest.api.alerts import build_alerts_router
     from ingest.api.approvals import build_approvals_router
+    from ingest.api.evaluators import build_evaluators_router
     from ingest.api.regressions import build_regressions_router
     from ingest.api.scores import build_scores_router
+    from ingest.evaluators.service import EvaluatorService
 
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults,
@@ -394,4 +397,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_alerts_router(alerts, store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_evaluators_router(EvaluatorService(
+            store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
+            poll_interval_s=settings.evaluator_poll_interval_s), store, timeout_s=settings.query_timeout_s)),
     ]

@@ -19,6 +19,7 @@ import pytest
 
 from ingest.alerts.rules import AlertRule
 from ingest.config import ApiKey
+from ingest.evaluators.rules import EvaluatorRule
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
 
 KEYS = {
@@ -41,10 +42,17 @@ def _rules() -> list[AlertRule]:
             AlertRule(name="rule-of-everyone", **common)]
 
 
+def _evaluators() -> list[EvaluatorRule]:
+    """Rules of A and of B that never find a run to score (a delay of ten years): only their visibility counts."""
+    return [EvaluatorRule.model_validate({"name": f"evaluator-of-{p.lower()}", "project": p, "delay": "3650d",
+                                          "evaluator": {"kind": "no_tool_error"}, "score": {"name": "no_tool_error"}})
+            for p in ("A", "B")]
+
+
 @pytest.fixture
 def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
     srv = start_ingest_server(
-        grpc_port=0, alerts=_rules(),
+        grpc_port=0, alerts=_rules(), evaluators=_evaluators(),
         api_keys=[ApiKey(key=SECRET[n], project=p, scopes=s) for n, (p, s) in KEYS.items()],  # type: ignore[arg-type]
     )
     base = srv.http_url
@@ -68,6 +76,9 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
                             json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
         assert config.status_code == 200, config.text
         ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"]}
+        job = httpx.post(base + f"/api/evaluators/evaluator-of-{project.lower()}/backfill", headers={"x-api-key": key})
+        assert job.status_code == 202, job.text
+        ids[project]["backfill"] = job.json()["job_id"]
     assert srv.store.wait_loaded(30)
     return {"base": base, "ids": ids, "srv": srv}
 
@@ -80,7 +91,7 @@ def _call(world: dict[str, Any], method: str, path: str, key: str | None, **kw: 
 def _b_markers(world: dict[str, Any]) -> list[str]:
     b = world["ids"]["B"]
     return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], *b["traces"], "score_of_project_b",
-            "config_of_project_b"]
+            "config_of_project_b", "evaluator-of-b", b["backfill"]]
 
 
 # (method, path template) -> (scope needed, how to call it for project A's key, for B's id)
@@ -116,6 +127,9 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
         ("get", "/api/scores"): ("read", {"params": {"limit": 100}}),
         ("get", "/api/score-configs"): ("read", {}),
         ("post", "/api/score-configs"): ("admin", {"json": {"name": "helpful", "data_type": "boolean"}}),
+        ("get", "/api/evaluators"): ("read", {}),
+        ("post", "/api/evaluators/{rule}/backfill"): ("admin", {"path": {"rule": "evaluator-of-b"}}),
+        ("get", "/api/evaluators/backfill/{job_id}"): ("admin", {"path": {"job_id": b["backfill"]}}),
     }
 
 
