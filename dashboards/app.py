@@ -32,6 +32,7 @@ PAGES = [
     st.Page("views/regressions.py", title="Regressions", icon=":material/trending_up:", url_path="regressions"),
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
     st.Page("views/approvals.py", title="Approvals", icon=":material/approval:", url_path="approvals"),
+    st.Page("views/evaluators.py", title="Evaluators", icon=":material/rule:", url_path="evaluators"),
 ]
 
 page = st.navigation(PAGES)

@@ -27,6 +27,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 from dashboards.alerts_models import AlertEvents, Alerts, Regressions
 from dashboards.approvals_models import Approval, Approvals
 from dashboards.config import UISettings
+from dashboards.evaluators_models import Evaluators
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
 
@@ -255,6 +256,10 @@ class QueryClient:
                            response.status_code) from exc
         clear_cache()
         return decided
+
+    def evaluators(self, since: str = "24h", limit: int = 20) -> Evaluators:
+        """`GET /api/evaluators` (scope read): the online evaluator rules with their recent results."""
+        return self._model(Evaluators, "/api/evaluators", {"since": since, "limit": limit})
 
     # ------------------------------------------------------------------ plumbing
 

@@ -95,6 +95,7 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
         ("regressions", "?comparison=drift&since=30d", "Regressions", '[data-testid="stMetric"]'),
         ("alerts", "", "Alerts", '[data-testid="stAlert"], [data-testid="stMetric"]'),
         ("approvals", "", "Approvals", '[data-testid="stAlert"], [data-testid="stMetric"]'),
+        ("evaluators", "", "Evaluators", '[data-testid="stAlert"], [data-testid="stDataFrame"]'),
     ]
     assert {p for p, *_ in pages} >= {Path(v).stem for v in APP_PAGES} - {"overview"}, "a page is not opened"
     SHOTS.mkdir(parents=True, exist_ok=True)
