@@ -19,7 +19,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -150,14 +150,17 @@ class EvaluatorService:
             self._thread.start()
 
     def stop(self, timeout: float = 15.0) -> None:
+        """Stop polling and drop queued evaluations (they stay candidates); one already running finishes
+        its current try (a judge call is bounded by its `timeout_s`) but records nothing once the store
+        has stopped, so it is simply evaluated again after the restart."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -183,7 +186,7 @@ class EvaluatorService:
             log.exception("evaluator rule %r: could not list its runs", rule.name)
             status.last_error = f"{type(exc).__name__}: {exc}"
             return 0
-        futures: list[Future[state.Outcome | None]] = []
+        futures: list[tuple[Future[state.Outcome | None], tuple[str, str, str]]] = []
         pool = self._pool
         for project, trace_id in found:
             key = (rule.name, project, trace_id)
@@ -191,13 +194,26 @@ class EvaluatorService:
                 if key in self._in_flight:
                     continue
                 self._in_flight.add(key)
-            if pool is None:
-                self._in_flight.discard(key)
+            try:
+                if pool is None:
+                    raise RuntimeError("the evaluator service is stopped")
+                futures.append((pool.submit(self._guarded, rule, project, trace_id, key), key))
+            except RuntimeError:  # stopped (pool gone or shut down) while this pass ran
+                with self._lock:
+                    self._in_flight.discard(key)
                 break
-            futures.append(pool.submit(self._guarded, rule, project, trace_id, key))
         evaluated = 0
-        for future in futures:
-            outcome = future.result()
+        for future, key in futures:
+            while not future.done() and not self._stop.is_set():
+                wait([future], timeout=0.5)
+            if not future.done():  # stopping: the pass ends now, the pool finishes or drops the rest
+                break
+            try:
+                outcome = future.result()
+            except CancelledError:  # the service stopped before this one started: a candidate next time
+                with self._lock:
+                    self._in_flight.discard(key)
+                continue
             if outcome is not None:
                 evaluated += 1
                 if job is not None:
@@ -211,7 +227,10 @@ class EvaluatorService:
         try:
             return self.evaluate(rule, project, trace_id)
         except Exception:  # noqa: BLE001 - an environmental failure: not recorded, tried again next pass
-            log.exception("evaluator rule %r on %s/%s: left for the next pass", rule.name, project, trace_id)
+            if self._stop.is_set():  # the store stopped under it: evaluated again after the restart
+                log.debug("evaluator rule %r on %s/%s: interrupted by the stop", rule.name, project, trace_id)
+            else:
+                log.exception("evaluator rule %r on %s/%s: left for the next pass", rule.name, project, trace_id)
             return None
         finally:
             with self._lock:
