@@ -43,7 +43,8 @@ def _rules(base_url: str) -> list[EvaluatorRule]:
         }),
         EvaluatorRule.model_validate({
             "name": "tone", "agent": "support", **common,
-            "evaluator": {"kind": "judge", "model": "gpt-4.1-mini", "base_url": base_url, "attempts": 2},
+            "evaluator": {"kind": "judge", "model": "gpt-4.1-mini", "base_url": base_url, "attempts": 2,
+                          "max_field_chars": 500},
             "score": {"name": "tone", "type": "categorical", "labels": ["polite", "rude"]},
         }),
     ]
@@ -64,7 +65,7 @@ def test_judge_scores_the_sampled_runs_and_its_cost_is_evaluation_cost(
         fake.always("gpt-4.1-mini", TextReply("The agent was polite, I would say.", usage=JUDGE_USAGE))
         srv = start_ingest_server(grpc_port=0, evaluators=_rules(fake.base_url), evaluator_poll_interval_s=0.2)
         runs = [AgentRun([act("add", a=i, b=1), final(str(i + 1))], task=f"What is {i}+1?") for i in range(RUNS)]
-        runs.append(AgentRun([final("Please hold.")], task="Where is my parcel?", agent="support"))
+        runs.append(AgentRun([final("Please hold. " + "x" * 5000)], task="Where is my parcel?", agent="support"))
         traces = run_agents(srv.http_url, runs)
         calc, support = set(traces[:RUNS]), traces[RUNS]
 
@@ -89,6 +90,18 @@ def test_judge_scores_the_sampled_runs_and_its_cost_is_evaluation_cost(
 
     # the 500 was retried inside the judge run: one more request than judged runs, no error
     assert len([r for r in fake.requests if r["model"] == "gpt-4o-mini"]) == len(judged) + 1
+
+    # what the judge was shown: the run's task, answer, steps and tool results, in the user message
+    prompts = [r["messages"][-1]["content"] for r in fake.requests if r["model"] == "gpt-4o-mini"]
+    for i in range(RUNS):
+        if traces[i] in judged:
+            [prompt] = {p for p in prompts if f"agent:\nWhat is {i}+1?\n" in p}
+            assert f"answer:\n{i + 1}\n" in prompt and "1. add" in prompt and "2. finish" in prompt
+            assert f'- add({{"a":{i},"b":1}}) -> {i + 1}' in prompt
+    assert "Reply with one JSON object" in fake.requests[0]["messages"][0]["content"]
+    # ... each part bounded: the support run's 5,000-character answer cut to max_field_chars
+    [tone_prompt] = {r["messages"][-1]["content"] for r in fake.requests if r["model"] == "gpt-4.1-mini"}
+    assert "more characters cut]" in tone_prompt and "x" * 501 not in tone_prompt
 
     # the judge's own runs: mode eval, named after the rule and the judged run, priced
     judge_runs = _runs(srv.http_url, eval_run_id="evaluator:helpfulness")
