@@ -65,6 +65,15 @@ class Run(_Model):
     failure_evidence: str | None = None
     agents: list[RunAgent] = Field(default_factory=list)
     sub_agents: list[str] = Field(default_factory=list)
+    scores: dict[str, bool | float | str | None] = Field(default_factory=dict)
+
+    @property
+    def scores_text(self) -> str:
+        """The run's latest scores as one line, `name=value` by name (true/false for booleans)."""
+        def shown(v: bool | float | str | None) -> str:
+            return ("true" if v else "false") if isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else str(v)
+
+        return " · ".join(f"{name}={shown(value)}" for name, value in sorted(self.scores.items()))
 
 
 class RunsPage(_Model):
@@ -89,6 +98,22 @@ class Evaluation(_Model):
     score_value: float | None = None
     score_label: str | None = None
     explanation: str | None = None
+
+
+class Score(_Model):
+    """A score of the trace (GET /api/traces `scores`, GET /api/scores)."""
+
+    score_id: str | None = None
+    name: str | None = None
+    value: bool | float | str | None = None
+    label: str | None = None
+    data_type: str | None = None
+    comment: str | None = None
+    source: str | None = None
+    author: str | None = None
+    created_at: datetime | None = None
+    span_id: str | None = None
+    session_id: str | None = None
 
 
 class Span(_Model):
@@ -127,6 +152,7 @@ class Trace(_Model):
     spans: list[Span] = Field(default_factory=list)
     logs: list[LogEntry] = Field(default_factory=list)
     evaluations: list[Evaluation] = Field(default_factory=list)
+    scores: list[Score] = Field(default_factory=list)
 
 
 class StopReasonCount(_Model):

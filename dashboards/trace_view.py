@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboards.models import Evaluation, Run, Span, Trace
+from dashboards.models import Evaluation, Run, Score, Span, Trace
 from tracer import conventions as c
 
 # The marks the kernel (kernel/truncation.py) and the tracer's content cap (tracer/content.py) put
@@ -342,6 +342,21 @@ def agent_rows(run: Run) -> list[dict[str, Any]]:
             "steps": a.steps, "LLM calls": a.llm_calls, "tool calls": a.tool_calls, "tool errors": a.tool_errors,
             "tokens in": a.input_tokens, "tokens out": a.output_tokens, "cost $": a.cost_usd, "errors": a.errors,
             "ok": a.ok,
+        })  # fmt: skip
+    return rows
+
+
+def score_rows(scores: list[Score]) -> list[dict[str, Any]]:
+    """The trace's scores as the Scores panel's rows, oldest first: name, value, source, author, comment,
+    time, and the span a span score is about. Values are text cells, never Markdown."""
+    rows = []
+    for s in scores:
+        value = s.value if not isinstance(s.value, bool) else ("true" if s.value else "false")
+        if s.label is not None and s.data_type == "numeric":
+            value = f"{value} ({s.label})"
+        rows.append({
+            "score": s.name, "value": None if value is None else str(value), "source": s.source, "author": s.author,
+            "comment": s.comment, "time": s.created_at, "span": s.span_id,
         })  # fmt: skip
     return rows
 

@@ -634,6 +634,85 @@ CREATE TABLE IF NOT EXISTS score_configs (
 )
 """
 
+def _attr_text(name: str) -> str:
+    """SQL for the text of the attribute `name` of a log_records row (names hold dots: quoted)."""
+    return f"""json_extract_string(attributes, '$."{name}"')"""
+
+
+# `gen_ai.evaluation.result` log records as scores (source `client`, author the record's `enduser.id`,
+# else its service): numeric when the record has a finite `gen_ai.evaluation.score.value` (its label
+# kept beside it), boolean when `steplens.score.data_type` says so (value 1/0, label true/false),
+# else categorical by its label; a record with neither, no name or no trace is not a score. The id is
+# the record's `steplens.score.id` (tracer.feedback sends one, so a changed feedback replaces the
+# earlier), else derived from its content key, so a retried export (stored once as a log) is one
+# score. Used by the loader for every new log record (ingest/store/scores_load.py) and, once, for the
+# records stored before scores existed (the migration below). `{source}`: a table of log_records rows.
+_EVAL_BOOLEAN = f"({_attr_text(c.SCORE_DATA_TYPE)} = 'boolean' AND isfinite(eval_score_value))"
+EVALUATION_SCORES_SELECT = f"""
+SELECT project, coalesce(left(nullif({_attr_text(c.SCORE_ID)}, ''), 128), 'otel-' || record_key) AS score_id,
+    left(eval_name, 200) AS name,
+    CASE WHEN {_EVAL_BOOLEAN} THEN 'boolean' WHEN isfinite(eval_score_value) THEN 'numeric' ELSE 'categorical' END
+        AS data_type,
+    CASE WHEN {_EVAL_BOOLEAN} THEN (eval_score_value >= 0.5)::INTEGER::DOUBLE
+         WHEN isfinite(eval_score_value) THEN eval_score_value END AS value_numeric,
+    CASE WHEN {_EVAL_BOOLEAN} THEN CASE WHEN eval_score_value >= 0.5 THEN 'true' ELSE 'false' END
+         ELSE nullif(left(eval_score_label, 200), '') END AS value_label,
+    left(eval_explanation, 10000) AS comment, 'client' AS source,
+    coalesce(left({_attr_text(c.ENDUSER_ID)}, 200), service) AS author, time AS created_at,
+    trace_id, span_id, NULL::VARCHAR AS session_id, json_object('log_record_key', record_key) AS metadata,
+    ingested_at
+FROM {{source}}
+WHERE event_name = '{c.GEN_AI_EVENT_EVALUATION_RESULT}' AND coalesce(eval_name, '') <> '' AND trace_id IS NOT NULL
+    AND (isfinite(eval_score_value) OR coalesce(eval_score_label, '') <> '')
+"""
+# `gen_ai.evaluation.result` events a client put on a span (the span-event form of the same
+# convention) as rows shaped like log_records, so EVALUATION_SCORES_SELECT reads them the same way;
+# the "record key" is the span and the event's position, stable for a span that is stored once.
+# `{source}`: a table of spans rows (the loader's new spans).
+def span_evaluation_events(source: str) -> str:
+    """The `gen_ai.evaluation.result` span events of the spans in `source` as log_records-like rows."""
+    event = c.GEN_AI_EVENT_EVALUATION_RESULT
+
+    def attr(name: str) -> str:
+        return f"""json_extract_string(attrs, '$."{name}"')"""
+
+    return f"""(
+WITH ev AS (
+    SELECT project, trace_id, span_id, service, ingested_at, start_time,
+        unnest(evs) AS ev, generate_subscripts(evs, 1) AS i
+    FROM (SELECT project, trace_id, span_id, service, ingested_at, start_time,
+              from_json(events::VARCHAR, '["JSON"]') AS evs
+          FROM {source} WHERE events::VARCHAR LIKE '%{event}%')
+), e AS (
+    SELECT *, json_extract(ev, '$.attributes') AS attrs FROM ev WHERE json_extract_string(ev, '$.name') = '{event}'
+)
+SELECT project, trace_id, span_id, service, ingested_at, '{event}' AS event_name,
+    coalesce(TRY_CAST(json_extract_string(ev, '$.time') AS TIMESTAMP), start_time) AS time, attrs AS attributes,
+    {attr(c.GEN_AI_EVALUATION_NAME)} AS eval_name,
+    TRY_CAST({attr(c.GEN_AI_EVALUATION_SCORE_VALUE)} AS DOUBLE) AS eval_score_value,
+    {attr(c.GEN_AI_EVALUATION_SCORE_LABEL)} AS eval_score_label,
+    {attr(c.GEN_AI_EVALUATION_EXPLANATION)} AS eval_explanation,
+    'span-' || span_id || '-' || i AS record_key
+FROM e
+) AS span_evaluations"""
+
+
+# the evaluation results stored as log records before scores existed become scores once
+EVALUATION_SCORES_BACKFILL = f"""
+INSERT INTO scores BY NAME
+SELECT e.*, {trace_key_sql("e.trace_id")} AS trace_key FROM ({EVALUATION_SCORES_SELECT.format(source="log_records")}) e
+ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
+"""
+
+# the evaluation span events of spans stored before scores existed become scores once (one scan of
+# the events column, filtered by text before any JSON is parsed)
+SPAN_EVALUATION_SCORES_BACKFILL = f"""
+INSERT INTO scores BY NAME
+SELECT e.*, {trace_key_sql("e.trace_id")} AS trace_key
+FROM ({EVALUATION_SCORES_SELECT.format(source=span_evaluation_events("spans"))}) e
+ANTI JOIN scores s ON s.project = e.project AND s.score_id = e.score_id
+"""
+
 # Online evaluators (ingest/evaluators/): the outcome of each (rule, run) evaluation, so a restart
 # neither redoes nor loses one and GET /api/evaluators counts results without reading scores. One
 # row per (project, rule, trace_id), replaced (delete + insert on the writer) when re-evaluated.
@@ -676,5 +755,7 @@ MIGRATIONS: list[list[str]] = [
     [UPKEEP_QUARANTINE_DDL],  # analytics upkeep: traces whose pass fails on their own, isolated
     ANALYTICS_RUN_MODE,  # the run's mode on the analytics rows and as a rollup key
     [SCORES_DDL, SCORE_CONFIGS_DDL],  # scores of runs, spans and sessions, and the API's score configs
+    [EVALUATION_SCORES_BACKFILL],  # stored gen_ai.evaluation.result log records become scores
+    [SPAN_EVALUATION_SCORES_BACKFILL],  # and so do the evaluation span events of stored spans
     [EVALUATIONS_DDL],  # online evaluators: the outcome of each (rule, run) evaluation
 ]

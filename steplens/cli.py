@@ -165,6 +165,55 @@ def approvals_reject(
     raise typer.Exit(decide_command(api, approval_id, False, reason, by))
 
 
+score_app = typer.Typer(help="Scores of runs, spans and sessions (human labels, feedback, judges).",
+                         no_args_is_help=True)
+app.add_typer(score_app, name="score")
+
+
+@score_app.command("add")
+def score_add(
+    name: Annotated[str, typer.Argument(help="The score's name, e.g. helpfulness.")],
+    value: Annotated[str, typer.Argument(help="true/false, a number, or a label.")],
+    trace_id: Annotated[str | None, typer.Option("--trace", help="The run's trace id.")] = None,
+    span_id: Annotated[str | None, typer.Option("--span", help="A span of that trace.")] = None,
+    session_id: Annotated[str | None, typer.Option("--session", help="A session/conversation id instead.")] = None,
+    data_type: Annotated[str | None, typer.Option("--type", help="numeric, boolean or categorical.")] = None,
+    comment: Annotated[str | None, typer.Option(help="Why.")] = None,
+    author: Annotated[str | None, typer.Option(help="Who scored (default: none).")] = None,
+    source: Annotated[str, typer.Option(help="human, api, judge, rule, eval or client.")] = "human",
+    score_id: Annotated[str | None, typer.Option("--id", help="Idempotency id (default: derived).")] = None,
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Store one score (durably). Needs a key with the annotate scope in STEPLENS_API_KEY."""
+    from ingest.scores.cli import add_command
+
+    raise typer.Exit(add_command(api, name, value, trace_id=trace_id, span_id=span_id, session_id=session_id,
+                                 data_type=data_type, comment=comment, author=author, source=source,
+                                 score_id=score_id))
+
+
+@score_app.command("list")
+def score_list(
+    trace_id: Annotated[str | None, typer.Option("--trace", help="Scores of this trace.")] = None,
+    name: Annotated[str | None, typer.Option(help="Only this score name.")] = None,
+    source: Annotated[str | None, typer.Option(help="Only this source.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Scores of this agent's runs.")] = None,
+    version: Annotated[str | None, typer.Option(help="Scores of runs of this version.")] = None,
+    since: Annotated[str | None, typer.Option(help="Scored since: ISO 8601 or 24h, 7d...")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Most scores shown.")] = 100,
+    format: Annotated[str, typer.Option(help="table or json.")] = "table",
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """List scores, newest first. The API key (scope read) comes from STEPLENS_API_KEY."""
+    from ingest.scores.cli import list_command
+
+    if format not in ("table", "json"):
+        raise typer.BadParameter("use table or json", param_hint="--format")
+    params = {"trace_id": trace_id, "name": name, "source": source, "agent": agent, "version": version,
+              "since": since, "limit": limit}
+    raise typer.Exit(list_command(api, params, format))
+
+
 alerts_app = typer.Typer(help="Alert rules (defined in steplens.toml, evaluated by the server).", no_args_is_help=True)
 app.add_typer(alerts_app, name="alerts")
 

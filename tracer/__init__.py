@@ -6,6 +6,7 @@ in the OpenTelemetry SDK or an exporter.
     handle = tracer.setup(service_name="my-agent")          # once per process
     with tracer.spans.run_span("weather") as run: ...        # used by the kernel
     handle.stats(); handle.shutdown()
+    tracer.feedback(result.trace_id, "helpful", True, user="u-42")   # an end user's judgment
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tracer.export import ExportStats
     from tracer.provider import TracingHandle, active_handle, setup
+    from tracer.user_feedback import FeedbackResult, feedback
 
-__all__ = ["ExportStats", "TracingHandle", "active_handle", "setup"]
+__all__ = ["ExportStats", "FeedbackResult", "TracingHandle", "active_handle", "feedback", "setup"]
 
 _LAZY = {
     "setup": "tracer.provider",
     "TracingHandle": "tracer.provider",
     "active_handle": "tracer.provider",
     "ExportStats": "tracer.export",
+    "feedback": "tracer.user_feedback",
+    "FeedbackResult": "tracer.user_feedback",
 }
 
 

@@ -510,3 +510,8 @@ GUARD_PREVIOUS_STEP = "steplens.guard.previous_step"  # the step of the call it 
 GUARD_MESSAGE = "steplens.guard.message"  # content: what the model was told instead
 STEP_GUARD_EVENTS = "steplens.step.guard_events"  # on the step span: how many refusals it had
 CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {GUARD_MESSAGE}
+
+# Scores sent as `gen_ai.evaluation.result` events (tracer/feedback.py; design.md §3 "scores"): what the
+# OTel attributes cannot say. Ingest reads them when it turns the event into a score.
+SCORE_ID = "steplens.score.id"  # the score's idempotency id (a later event with it replaces the score)
+SCORE_DATA_TYPE = "steplens.score.data_type"  # numeric, boolean or categorical (a boolean as value 1/0)

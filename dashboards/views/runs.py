@@ -72,6 +72,7 @@ with guard():
             "tokens out": r.output_tokens,
             "cost $": r.cost_usd,
             "duration ms": r.duration_ms,
+            "scores": r.scores_text or None,
             "trace": trace_url(r.trace_id),
         }
         for r in page.runs

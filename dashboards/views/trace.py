@@ -11,7 +11,14 @@ import streamlit as st
 
 from dashboards import charts
 from dashboards.text import code, inert
-from dashboards.trace_view import SOURCE_LABELS, LLMCall, StepView, agent_rows, build_trace_view
+from dashboards.trace_view import (
+    SOURCE_LABELS,
+    LLMCall,
+    StepView,
+    agent_rows,
+    build_trace_view,
+    score_rows,
+)
 from dashboards.ui import COMPARE_PAGE, DEFAULT_MODE, client, fmt_ms, fmt_usd, guard, param, set_param
 
 STEPS_PER_PAGE = 20
@@ -145,6 +152,9 @@ with guard():
               "span": e.span_id} for e in view.evaluations],
             hide_index=True,
         )
+    if trace.scores:
+        st.markdown("**Scores**")
+        st.dataframe(score_rows(trace.scores), hide_index=True)
     if view.errors:
         lines = [
             f"- {'step ' + str(e.step_index) + ' · ' if e.step_index is not None else ''}{code(e.name)}: "

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field, field_validator
 
+from ingest.api.score_models import ScoreAggregate, ScoreOut, ScoreValue
+
 
 def _utc(value: Any) -> Any:
     if isinstance(value, datetime) and value.tzinfo is None:
@@ -80,6 +82,8 @@ class Run(BaseModel):
     agents: list[RunAgent] = Field(default_factory=list, description=(
         "The run's agent and workflow spans in start order, each with its own counts (sub-agents, handoffs); "
         "empty for runs whose run span reported their outcome."))
+    scores: dict[str, ScoreValue] = Field(default_factory=dict, description=(
+        "The latest value of each score name on this run's trace (run or span scores; GET /api/scores has them all)."))
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -250,6 +254,8 @@ class Trace(BaseModel):
         "Log records of this trace keyed to no span of it (no span id, or their span has not arrived)."))
     evaluations: list[Evaluation] = Field(default_factory=list, description=(
         "gen_ai.evaluation.result events of this trace, each with the span it scores."))
+    scores: list[ScoreOut] = Field(default_factory=list, description=(
+        "Every score of this trace (its run and its spans), oldest first."))
 
 
 class StopReasonCount(BaseModel):
@@ -287,3 +293,5 @@ class Overview(BaseModel):
     totals: Aggregates
     stop_reasons: list[StopReasonCount]
     series: list[Bucket]
+    scores: list[ScoreAggregate] = Field(default_factory=list, description=(
+        "Scores of the runs in range per name, agent, version and run start day (UTC): mean, share true, labels."))

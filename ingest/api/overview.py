@@ -18,6 +18,7 @@ from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Aggregates, Bucket, Overview, StopReasonCount
 from ingest.api.params import OverviewParams
 from ingest.queries.overview import first_run_start, overview
+from ingest.queries.scores import score_aggregates
 
 _EPOCH = datetime(1970, 1, 1)
 DEFAULT_RANGE = timedelta(hours=24)
@@ -65,14 +66,15 @@ def add_overview_routes(
         until = params.until or datetime.now(UTC).replace(tzinfo=None)
         filters = params.to_filters(access, until=until)
 
-        def query(cur: Any) -> tuple[datetime, timedelta, Any]:
+        def query(cur: Any) -> tuple[datetime, timedelta, Any, list[dict[str, Any]]]:
             since = params.since or first_run_start(cur, filters) or (until - DEFAULT_RANGE)
             bucket = choose_bucket(max(until - since, timedelta(seconds=1)))
             origin = _align(since, bucket)
             bucket_us = bucket // timedelta(microseconds=1)
-            return origin, bucket, overview(cur, replace(filters, since=since), origin, bucket_us)
+            scoped = replace(filters, since=since)
+            return origin, bucket, overview(cur, scoped, origin, bucket_us), score_aggregates(cur, scoped)
 
-        origin, bucket, rows = run_read(store, query, timeout_s)
+        origin, bucket, rows, scores = run_read(store, query, timeout_s)
         count = max(1, -(-(until - origin) // bucket))
         series = []
         for i in range(count):
@@ -91,4 +93,5 @@ def add_overview_routes(
             totals=Aggregates(**_aggregates(rows.totals)),
             stop_reasons=[StopReasonCount(stop_reason=s, runs=n) for s, n in rows.stop_reasons],
             series=series,
+            scores=scores,
         )

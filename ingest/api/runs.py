@@ -15,6 +15,7 @@ from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Run, RunsPage
 from ingest.api.params import RunsParams
 from ingest.queries.runs import RunFilters, list_runs
+from ingest.queries.scores import latest_values
 
 
 def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilters:
@@ -53,10 +54,11 @@ def add_runs_routes(
             except BadCursor as exc:
                 raise HTTPException(400, str(exc)) from exc
         filters = run_filters(params, access.narrow(params.project))
-        page = run_read(
-            store,
-            lambda cur: list_runs(cur, filters, sort=params.sort, order=params.order, limit=params.limit, after=after),
-            timeout_s,
-        )
+        def query(cur: Any) -> Any:
+            page = list_runs(cur, filters, sort=params.sort, order=params.order, limit=params.limit, after=after)
+            latest_values(cur, page.rows)  # each run's `scores` map
+            return page
+
+        page = run_read(store, query, timeout_s)
         nxt = encode_cursor(page.next_key, params.sort, params.order) if page.next_key else None
         return RunsPage(runs=[Run.model_validate(r) for r in page.rows], next=nxt)

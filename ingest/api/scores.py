@@ -27,12 +27,13 @@ from starlette.requests import ClientDisconnect
 from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import TimeParam, parse_modes
+from ingest.api.score_models import ScoreOut
 from ingest.auth import Principal, require_scope
 from ingest.errors import Malformed, TooLarge
 from ingest.queries.scores import ScoreFilters, ScoreKey, api_configs, list_scores
 from ingest.scores import config_store
 from ingest.scores.configs import ScoreConfig, file_configs_for
-from ingest.scores.model import DataType, ScoreIn, Source
+from ingest.scores.model import ScoreIn, Source
 from ingest.scores.submit import MAX_BATCH, ScoresRejected, submit_scores
 
 # A batch of MAX_BATCH scores with long comments and metadata fits well within this.
@@ -44,33 +45,6 @@ Text = Annotated[str | None, Field(max_length=512)]
 class ScoresAccepted(BaseModel):
     accepted: int = Field(description="Scores durably accepted (a replaced or older duplicate id still counts).")
     score_ids: list[str] = Field(description="Their ids, in the order sent: send one again to replace that score.")
-
-
-class ScoreOut(BaseModel):
-    """SCORE (design.md §4). `agent`, `version`, `mode` are the run's, when it is stored."""
-
-    score_id: str
-    project: str
-    name: str
-    value: bool | float | str | None
-    label: str | None = Field(None, description="The label of a boolean/categorical score (or of a client's numeric one).")
-    data_type: DataType
-    comment: str | None
-    source: Source
-    author: str | None
-    created_at: datetime
-    trace_id: str | None
-    span_id: str | None
-    session_id: str | None
-    metadata: dict[str, Any] | None
-    agent: str | None
-    version: str | None
-    mode: str | None
-
-    @field_validator("created_at")
-    @classmethod
-    def _utc(cls, v: datetime) -> datetime:
-        return v.replace(tzinfo=UTC) if v.tzinfo is None else v
 
 
 class ScoresPage(BaseModel):
@@ -170,21 +144,21 @@ def scores_of(doc: Any) -> list[ScoreIn]:
         items = [items]
     if not isinstance(items, list):
         raise RequestValidationError([{"type": "list_type", "loc": ("body", "scores"),
-                                       "msg": "send a score object, a list of them, or {\"scores\": [...]}",
-                                       "input": None}])
+                                       "msg": "send a score object, a list of them, or {\"scores\": [...]}"}])
     if len(items) > MAX_BATCH:
         raise TooLarge(f"{len(items)} scores in one request; at most {MAX_BATCH}: split the batch")
     try:
         return _SCORES.validate_python(items)
     except ValidationError as exc:
-        errors = [{**{k: v for k, v in e.items() if k != "ctx"}, "loc": ("body", "scores", *e["loc"])}
+        # no `input`/`ctx`: they echo the client's values (inf is not even JSON) and can be big
+        errors = [{"type": e["type"], "loc": ("body", "scores", *e["loc"]), "msg": e["msg"]}
                   for e in exc.errors(include_url=False)]
         raise RequestValidationError(errors) from None
 
 
 def rejected(exc: ScoresRejected) -> RequestValidationError:
     return RequestValidationError([
-        {"type": "score_config", "loc": ("body", "scores", v.index, v.field), "msg": v.reason, "input": None}
+        {"type": "score_config", "loc": ("body", "scores", v.index, v.field), "msg": v.reason}
         for v in exc.violations
     ])
 

@@ -1,5 +1,5 @@
 """`GET /api/traces/{trace_id}`: one run and all its spans as a flat list in tree order, each span
-with the OTLP log records keyed to it (GenAI events), plus the trace's evaluation results.
+with the OTLP log records keyed to it (GenAI events), plus the trace's evaluation results and scores.
 
 Unknown traces and traces of projects the caller may not read get the same 404, so an API key
 cannot probe whether another project's trace exists.
@@ -19,6 +19,7 @@ from ingest.api.params import TraceParams
 from ingest.api.tree import order_as_tree
 from ingest.queries.logs import trace_logs
 from ingest.queries.runs import find_runs_by_trace
+from ingest.queries.scores import latest_values, scores_of_trace
 from ingest.queries.traces import trace_spans
 from tracer.conventions import GEN_AI_EVENT_EVALUATION_RESULT
 
@@ -44,7 +45,11 @@ def load_trace_with_logs(
 ) -> tuple[dict | None, list[dict], list[dict]]:
     """`load_trace` plus the trace's log records (GenAI events, evaluations)."""
     run, rows = load_trace(cur, trace_id, projects)
-    return run, rows, trace_logs(cur, trace_id, run["project"]) if run is not None else []
+    if run is None:
+        return None, [], []
+    run["scores_list"] = scores_of_trace(cur, frozenset({run["project"]}), trace_id)
+    latest_values(cur, [run])
+    return run, rows, trace_logs(cur, trace_id, run["project"])
 
 
 def build_trace(trace_id: str, run: dict, span_rows: list[dict], log_rows: list[dict]) -> Trace:
@@ -68,7 +73,9 @@ def build_trace(trace_id: str, run: dict, span_rows: list[dict], log_rows: list[
                     explanation=row["eval_explanation"], attributes=entry.attributes,
                 )
             )
-    return Trace(trace_id=trace_id, run=Run.model_validate(run), spans=spans, logs=orphans, evaluations=evaluations)
+    scores = run.pop("scores_list", [])
+    return Trace(trace_id=trace_id, run=Run.model_validate(run), spans=spans, logs=orphans, evaluations=evaluations,
+                 scores=scores)
 
 
 def add_trace_routes(

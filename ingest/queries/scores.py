@@ -12,17 +12,19 @@ while someone pages never shifts later pages. A replaced score moves to its new 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import duckdb
 
-from ingest.queries.filters import Where, mode_clause, project_clause
+from ingest.queries.filters import CommonFilters, Where, mode_clause, project_clause, runs_common_where
 from ingest.schema import trace_key_sql
 from ingest.scores.configs import ScoreConfig
 from ingest.scores.model import DataType, join_value
 
+_HEX15 = re.compile(r"^[0-9a-f]{15}$")
 SCORE_COLUMNS = (
     "project", "score_id", "name", "data_type", "value_numeric", "value_label", "comment", "source", "author",
     "created_at", "trace_id", "span_id", "session_id", "metadata",
@@ -142,3 +144,75 @@ def api_configs(cur: duckdb.DuckDBPyConnection, project: str) -> list[ScoreConfi
                     description=d)
         for n, t, lo, hi, c, d in rows
     ]
+
+
+# The page's trace keys (BIGINT, ingest.schema.trace_key_sql) as a semi-join: one scan comparing
+# integers; the ids, projects and "latest per name" are settled in Python over the few rows found
+# (a window function here cost several times the scan).
+_OF_TRACES = """
+SELECT project, trace_id, name, data_type, value_numeric, value_label, created_at, score_id
+FROM scores s SEMI JOIN (SELECT unnest(?::BIGINT[]) AS k) keys ON s.trace_key = keys.k
+"""
+
+
+def latest_values(cur: duckdb.DuckDBPyConnection, runs: list[dict[str, Any]]) -> None:
+    """Set each run row's `scores`: name -> the latest value of that name on its trace (run or span
+    scores alike), one query for the page."""
+    for run in runs:
+        run["scores"] = {}
+    by_key = {(r["project"], r["trace_id"]): r for r in runs}
+    keys = sorted({int(t[:15], 16) for _, t in by_key if _HEX15.match(t[:15])})
+    if not keys:
+        return
+    latest: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+    for row in cur.execute(_OF_TRACES, [keys]).fetchall():
+        project, trace_id, name, _, _, _, created_at, score_id = row
+        if (project, trace_id) not in by_key:
+            continue
+        best = latest.get((project, trace_id, name))
+        if best is None or (created_at, score_id) > (best[6], best[7]):
+            latest[(project, trace_id, name)] = row
+    for (project, trace_id, name), row in sorted(latest.items()):
+        by_key[(project, trace_id)]["scores"][name] = join_value(row[3], row[4], row[5])
+
+
+MAX_AGGREGATE_ROWS = 5000
+_AGGREGATE = """
+WITH r AS (SELECT project, trace_id, agent, version, start_time FROM runs WHERE {where})
+SELECT s.name, s.data_type, r.agent, r.version, date_trunc('day', r.start_time) AS day, s.value_label AS label,
+       count(*) AS n, avg(s.value_numeric) AS mean
+FROM scores s JOIN r ON r.project = s.project AND r.trace_id = s.trace_id
+WHERE r.start_time IS NOT NULL
+GROUP BY ALL
+ORDER BY day, s.name, r.agent NULLS FIRST, r.version NULLS FIRST, label NULLS FIRST
+LIMIT ?
+"""
+
+
+def score_aggregates(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> list[dict[str, Any]]:
+    """Per (name, agent, version, run start day) aggregates of the scores of the runs in `filters`:
+    mean (numeric), share of true (boolean), label counts (categorical). Session scores, and scores
+    whose run is not stored, have no agent or day and are not in these."""
+    where = runs_common_where(filters)
+    rows = cur.execute(_AGGREGATE.format(where=where.sql()), [*where.params, MAX_AGGREGATE_ROWS * 20]).fetchall()
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for name, data_type, agent, version, day, label, n, mean in rows:
+        key = (name, data_type, agent, version, day)
+        agg = out.get(key)
+        if agg is None:
+            if len(out) >= MAX_AGGREGATE_ROWS:
+                continue
+            agg = out[key] = {"name": name, "data_type": data_type, "agent": agent, "version": version, "day": day,
+                              "n": 0, "_sum": 0.0}
+        agg["n"] += n
+        if data_type == DataType.CATEGORICAL:
+            agg.setdefault("labels", {})[label] = agg.get("labels", {}).get(label, 0) + n
+        elif mean is not None:
+            agg["_sum"] += mean * n
+    for agg in out.values():
+        total = agg.pop("_sum")
+        if agg["data_type"] == DataType.NUMERIC:
+            agg["mean"] = total / agg["n"] if agg["n"] else None
+        elif agg["data_type"] == DataType.BOOLEAN:
+            agg["share_true"] = total / agg["n"] if agg["n"] else None
+    return list(out.values())

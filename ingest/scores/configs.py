@@ -72,7 +72,8 @@ def check(score: ScoreIn, config: ScoreConfig | None, index: int = 0, strict: bo
         if strict:
             return Violation(index, "name", f"no score config named {score.name!r} (scores_strict is on: declare it "
                                             "in steplens.toml [[scores]] or POST /api/score-configs)")
-        return None
+        problem = value_problem(score.data_type or infer_type(score.value), score.value)
+        return Violation(index, "value", problem) if problem else None
     if score.data_type is not None and score.data_type is not config.data_type:
         return Violation(index, "data_type", f"score {score.name!r} is declared {config.data_type.value}, "
                                              f"not {score.data_type.value}")

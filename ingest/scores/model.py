@@ -142,9 +142,8 @@ class ScoreIn(BaseModel):
             raise ValueError("a score needs a target: trace_id (a run), trace_id + span_id (a span) or session_id")
         if self.span_id is not None and self.trace_id is None:
             raise ValueError("span_id needs the trace_id of its trace")
-        problem = value_problem(self.data_type or infer_type(self.value), self.value)
-        if problem:
-            raise ValueError(problem)
+        # whether the value fits the type (declared, configured or inferred) is checked by
+        # ingest/scores/configs.py `check`, which knows the config and names the field
         return self
 
     def resolve(self, project: str, now: datetime, data_type: DataType | None = None) -> Score:

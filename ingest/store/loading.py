@@ -367,6 +367,7 @@ def load_batch(
                     view, inserted = True, received
                 if inserted:
                     conn.execute("INSERT INTO spans BY NAME SELECT * FROM new_spans")
+                    scores_load.insert_span_evaluation_scores(conn, "new_spans")  # evaluation events are scores
                     conn.execute(_BATCH_RUNS, _RUN_PARAMS)
                     conn.execute(_OLD_RUNS)
                     conn.execute(

@@ -10,6 +10,9 @@ Dedup: a retried export carries the same resource, scope and records, hence the 
 range (plus a margin), like spans, so DuckDB's zone maps skip the rest of the table. Records with
 no timestamp at all get their ingest time, which a retry does not repeat; when a batch holds such
 records the probe also covers every stored record whose time is its ingest time.
+
+The `gen_ai.evaluation.result` records among the new rows become scores in the same transaction
+(ingest/store/scores_load.py `insert_evaluation_scores`), so a retried export is one score too.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from ingest.normalize.logs import LOG_RECORDS_SCHEMA, count_log_records, logs_table
+from ingest.store import scores_load
 
 DEDUP_MARGIN = timedelta(seconds=5)
 
@@ -79,6 +83,7 @@ def insert_logs(conn: duckdb.DuckDBPyConnection, table: pa.Table) -> int:
         inserted = conn.execute("SELECT count(*) FROM new_logs").fetchall()[0][0]
         if inserted:
             conn.execute("INSERT INTO log_records BY NAME SELECT * FROM new_logs")
+            scores_load.insert_evaluation_scores(conn, "new_logs")  # evaluation results are scores too
     finally:
         conn.execute("DROP TABLE IF EXISTS new_logs")
     return int(inserted)

@@ -1,4 +1,4 @@
-"""Retention: delete spans, runs (and their derived rows, log records) older than a cutoff, a bounded
+"""Retention: delete spans, runs (and their derived rows, log records, scores) older than a cutoff, a bounded
 chunk per transaction.
 
 Why chunks: the writer thread is also the loader; one giant DELETE over months of data would hold
@@ -15,8 +15,9 @@ import duckdb
 
 DEFAULT_CHUNK_ROWS = 100_000
 DERIVED_TABLES = ("tool_calls", "tool_carry", "run_models", "tool_rollup", "trace_index", "plan_spans")
-# Tables aged out by another time column: OTLP log records by their own time.
-TIMED_TABLES = (("log_records", "time"),)
+# Tables aged out by another time column: OTLP log records by their own time, scores by when they were
+# scored (a judgment given long after its run lives as long from then).
+TIMED_TABLES = (("log_records", "time"), ("scores", "created_at"))
 
 # Table and column names are fixed here, never user input.
 _BOUND = """

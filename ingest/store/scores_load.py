@@ -8,7 +8,9 @@ so the rows and the spool mark commit together: a crash never loses or doubles a
 Replacement by id (design.md §3 "scores"): one row per (project, score_id). A score whose id is
 stored already replaces the stored row only when its `created_at` is later; an equal or older one
 (a retry, a late duplicate) is ignored. Within one batch the latest `created_at` of an id wins, the
-first sent of equal ones. Done with DELETE + anti-joined INSERT rather than a UNIQUE index
+first sent of equal ones. `gen_ai.evaluation.result` log records become scores in the load that
+stores them (`insert_evaluation_scores`, source `client`), and so do span events of that name
+(`insert_span_evaluation_scores`). Done with DELETE + anti-joined INSERT rather than a UNIQUE index
 (ingest/schema.py says why the store has none).
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ingest.schema import trace_key_sql
+from ingest.schema import EVALUATION_SCORES_SELECT, span_evaluation_events, trace_key_sql
 from ingest.scores.model import Score
 
 PAYLOAD_VERSION = 1
@@ -49,8 +51,12 @@ SCORES_SCHEMA = pa.schema(
 
 _NEW_SCORES = f"""
 CREATE OR REPLACE TEMP TABLE new_scores AS
-SELECT * EXCLUDE (seq), {trace_key_sql("trace_id")} AS trace_key FROM score_batch
+SELECT * EXCLUDE (seq), {trace_key_sql("trace_id")} AS trace_key FROM {{source}}
 QUALIFY row_number() OVER (PARTITION BY project, score_id ORDER BY created_at DESC, seq) = 1
+"""
+_EVALUATION_BATCH = f"""
+CREATE OR REPLACE TEMP TABLE evaluation_scores AS
+SELECT *, row_number() OVER () AS seq FROM ({EVALUATION_SCORES_SELECT.format(source="{source}")})
 """
 # stored rows an incoming score replaces (strictly newer), then the incoming rows no stored row beats
 _REPLACED = """
@@ -122,12 +128,35 @@ def insert_scores(conn: duckdb.DuckDBPyConnection, batch: pa.Table) -> int:
         return 0
     conn.register("score_batch", batch)
     try:
-        conn.execute(_NEW_SCORES)
+        conn.execute(_NEW_SCORES.format(source="score_batch"))
     finally:
         conn.unregister("score_batch")
+    return _apply(conn)
+
+
+def _apply(conn: duckdb.DuckDBPyConnection) -> int:
     try:
         conn.execute(_REPLACED)
         written = conn.execute(_INSERT).fetchall()[0][0]
     finally:
         conn.execute("DROP TABLE IF EXISTS new_scores")
     return int(written)
+
+
+def insert_span_evaluation_scores(conn: duckdb.DuckDBPyConnection, new_spans: str) -> int:
+    """Scores of the `gen_ai.evaluation.result` events on the spans in `new_spans` (the spans a load
+    just inserted), read like the log records of that name, in the caller's transaction."""
+    return insert_evaluation_scores(conn, span_evaluation_events(new_spans))
+
+
+def insert_evaluation_scores(conn: duckdb.DuckDBPyConnection, new_logs: str) -> int:
+    """Scores of the `gen_ai.evaluation.result` records in the table `new_logs` (the log records a
+    load just inserted; ingest.schema.EVALUATION_SCORES_SELECT says how), in the caller's transaction."""
+    conn.execute(_EVALUATION_BATCH.format(source=new_logs))
+    try:
+        if not conn.execute("SELECT count(*) FROM evaluation_scores").fetchall()[0][0]:
+            return 0
+        conn.execute(_NEW_SCORES.format(source="evaluation_scores"))
+    finally:
+        conn.execute("DROP TABLE IF EXISTS evaluation_scores")
+    return _apply(conn)

@@ -5,7 +5,9 @@ Ids are deterministic per (seed, request number), and each run first re-sends re
 previous seed, so retries across a crash are exercised as well as plain durability.
 
 With a third argument `logs`, each request's spans are preceded by a logs export holding one log
-record per span (keyed to it): the ACK then means both were acknowledged.
+record per span (keyed to it): the ACK then means both were acknowledged. With `scores`, each
+request's spans are followed by one score per trace through `submit_scores_blocking` (the server's
+one write path for scores): the ACK then means the spans and the scores were acknowledged.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ingest.config import Settings
+from ingest.scores.model import ScoreIn
+from ingest.scores.submit import submit_scores_blocking
 from ingest.store import SpanStore
 from tests.ingest.store.otlp_build import agent_run, request
 from tracer import conventions as c
@@ -61,9 +65,15 @@ def logs_for(spans: ExportTraceServiceRequest) -> ExportLogsServiceRequest:
     return logs
 
 
+def score_for(trace_id: str) -> ScoreIn:
+    """The score the kill -9 test expects for `trace_id`: its value is read back from the id."""
+    return ScoreIn(name="quality", value=int(trace_id[:4], 16) / 65535, trace_id=trace_id, source="rule")
+
+
 def main() -> None:
     db, seed = Path(sys.argv[1]), int(sys.argv[2])
     with_logs = sys.argv[3:] == ["logs"]
+    with_scores = sys.argv[3:] == ["scores"]
     store = SpanStore(Settings(db=db, commit_interval_ms=2, load_batch_spans=3000))
     store.start()
     print("READY", flush=True)
@@ -80,6 +90,8 @@ def main() -> None:
             if with_logs:  # the log records arrive before their spans
                 store.submit_logs_blocking("p", logs_for(req), timeout=30)
             store.submit_blocking("p", req, timeout=30)
+            if with_scores:
+                submit_scores_blocking(store, "p", [score_for(tid) for tid in tids], timeout=30)
             with lock:
                 sys.stdout.write("ACK " + " ".join(tids) + "\n")
                 sys.stdout.flush()
