@@ -130,7 +130,8 @@ class Settings(BaseSettings):
         "256MB", description="DuckDB memory_limit of the server (buffer pool; spills beyond it); '' for DuckDB's default."
     )
     retention_days: int = Field(
-        0, description="Delete spans, runs, log records and scores older than this many days; 0 keeps everything."
+        0, description="Delete spans, runs, log records, scores and evaluator outcomes older than this many days; 0 keeps "
+        "everything."
     )
     retention_interval_s: int = Field(3600, description="How often the retention sweep runs.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(

@@ -17,7 +17,8 @@ DEFAULT_CHUNK_ROWS = 100_000
 DERIVED_TABLES = ("tool_calls", "tool_carry", "run_models", "tool_rollup", "trace_index", "plan_spans")
 # Tables aged out by another time column: OTLP log records by their own time, scores by when they were
 # scored (a judgment given long after its run lives as long from then).
-TIMED_TABLES = (("log_records", "time"), ("scores", "created_at"))
+TIMED_TABLES = (("log_records", "time"), ("scores", "created_at"),
+                ("evaluations", "evaluated_at"))  # online evaluators' outcomes, by when evaluated
 
 # Table and column names are fixed here, never user input.
 _BOUND = """
