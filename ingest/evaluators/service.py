@@ -38,6 +38,7 @@ WRITE_TIMEOUT_S = 30.0
 BATCH = 200  # candidates fetched per rule per pass
 RETRY_BACKOFF_S = 1.0  # first wait between tries of one evaluation; doubles, at most RETRY_MAX_S
 RETRY_MAX_S = 30.0
+MAX_JOBS = 100  # backfill jobs remembered (finished ones beyond it are forgotten, oldest first)
 
 ScoreWriter = Callable[[str, list[dict[str, Any]]], None]
 
@@ -332,6 +333,9 @@ class EvaluatorService:
         with self.store.read() as cur:
             job.total = state.count_candidates(cur, rule, self.clock(), since, projects)
         self.jobs[job.job_id] = job
+        finished = [j for j in self.jobs.values() if j.finished]
+        for old in finished[: max(0, len(self.jobs) - MAX_JOBS)]:  # oldest first: dicts keep insertion order
+            self.jobs.pop(old.job_id, None)
         if self._pool is None:
             self.start()
         threading.Thread(target=self._backfill, args=(rule, job), name="steplens-evaluator-backfill",
