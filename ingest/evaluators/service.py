@@ -38,6 +38,7 @@ WRITE_TIMEOUT_S = 30.0
 BATCH = 200  # candidates fetched per rule per pass
 RETRY_BACKOFF_S = 1.0  # first wait between tries of one evaluation; doubles, at most RETRY_MAX_S
 RETRY_MAX_S = 30.0
+MAX_REASON = 4000  # longest reason kept as the score's comment
 MAX_JOBS = 100  # backfill jobs remembered (finished ones beyond it are forgotten, oldest first)
 
 ScoreWriter = Callable[[str, list[dict[str, Any]]], None]
@@ -277,6 +278,7 @@ class EvaluatorService:
         if run is None:
             raise Permanent("the run is no longer stored")
         verdict_value, reason, judge = self._verdict(rule, run, spent)
+        reason = reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"  # a judge may ramble
         value, numeric, label, passed = _typed(rule, verdict_value)
         sid = score_id(rule.name, project, trace_id)
         metadata: dict[str, Any] = {"rule": rule.name, "evaluator": rule.evaluator.kind}
