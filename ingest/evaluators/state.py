@@ -62,7 +62,7 @@ def _rule_where(rule: EvaluatorRule, projects: frozenset[str] | None) -> Where:
     if rule.stop_reason is not None:
         where.add("stop_reason = ?", rule.stop_reason)
     # never a judge's own run: a rule over eval runs would otherwise judge its judgments
-    where.add("eval_run_id IS NULL OR eval_run_id NOT LIKE 'evaluator:%'")
+    where.add("eval_run_id IS NULL OR NOT starts_with(eval_run_id, ?)", eval_run_id(""))
     where.add(f"md5_number(? || chr(31) || project || chr(31) || trace_id) % {SAMPLE_BUCKETS} < ?",
               rule.name, round(rule.sample_rate * SAMPLE_BUCKETS))
     return where
@@ -168,17 +168,10 @@ def recent(
     return [_outcome(r) for r in cur.fetchall()]
 
 
-def outcome_of(cur: duckdb.DuckDBPyConnection, project: str, rule: str, trace_id: str) -> Outcome | None:
-    cur.execute(f"SELECT {_COLUMNS} FROM evaluations WHERE project = ? AND rule = ? AND trace_id = ?",
-                [project, rule, trace_id])
-    row = cur.fetchone()
-    return _outcome(row) if row else None
-
-
 def _outcome(r: tuple[Any, ...]) -> Outcome:
     return Outcome(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], int(r[10]), r[11], list(r[12] or []),
                    r[13], r[14])
 
 
-__all__ = ["DONE", "ERROR", "Outcome", "RuleSummary", "candidates", "count_candidates", "eval_run_id", "outcome_of",
-           "recent", "record", "summaries"]
+__all__ = ["DONE", "ERROR", "Outcome", "RuleSummary", "candidates", "count_candidates", "recent", "record",
+           "summaries"]

@@ -234,6 +234,18 @@ def test_make_run_serves_the_demo_flags_the_regression_alerts_and_stops_everythi
         assert check.returncode == 1, check.stdout + check.stderr
         assert "ops" in check.stdout and "ticket" in check.stdout
 
+        # with no config, the stack's evaluator rules score the demo's live runs: the Evaluators page has data
+        live = sum(1 for r in runs if (r["mode"] or "live") == "live")
+
+        def scored() -> dict[str, int]:
+            found = httpx.get(f"{api}/api/evaluators", timeout=30).raise_for_status().json()["evaluators"]
+            return {e["rule"]["name"]: e["summary"]["evaluated"] for e in found}
+
+        deadline = time.monotonic() + 180
+        while scored() != {name: live for name in ("no-tool-error", "within-8-steps")}:
+            assert time.monotonic() < deadline, scored()
+            time.sleep(1)
+
         first.interrupt_and_check_cleanup()
     finally:
         first.kill()
