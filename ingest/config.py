@@ -164,7 +164,8 @@ class Settings(BaseSettings):
         "score it writes). See the README's Online evaluators section.",
     )
     evaluator_concurrency: int = Field(
-        2, ge=1, le=64, description="Evaluations (judge calls included) the server runs at once, on its own threads."
+        4, ge=1, le=64, description="Evaluations (judge calls included) the server runs at once, on its own threads "
+        "(mostly waiting: on the store's commits, on a judge's answer)."
     )
     evaluator_poll_interval_s: float = Field(
         5.0, gt=0, description="How often the evaluator thread looks for runs its rules have not scored yet."

@@ -114,7 +114,7 @@ class EvaluatorService:
     """`store` needs `read()`, `run_write(fn) -> Future` (SpanStore) and what `score_writer` needs."""
 
     def __init__(
-        self, store: Any, rules: list[EvaluatorRule], *, settings: Any = None, concurrency: int = 2,
+        self, store: Any, rules: list[EvaluatorRule], *, settings: Any = None, concurrency: int = 4,
         poll_interval_s: float = 5.0, score_writer: ScoreWriter | None = None,
         clock: Callable[[], datetime] = utcnow, retry_backoff_s: float = RETRY_BACKOFF_S,
     ) -> None:
