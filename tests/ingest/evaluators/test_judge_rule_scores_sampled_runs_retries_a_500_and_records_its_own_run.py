@@ -3,7 +3,7 @@ the sampled share of real runs, gets through a judge 500 (the kernel's retries),
 are runs of their own (mode eval, `eval_run_id` naming the rule, `eval_case_id` the judged run) whose
 cost is the evaluation cost GET /api/evaluators shows, never part of the agents' live figures. A
 judge whose answer cannot be read is retried, then recorded as an evaluation error with its cost;
-nothing crashes and the other rule goes on.
+nothing crashes and the other rule goes on. A rule over live and eval runs never scores a judge's run.
 """
 
 from __future__ import annotations
@@ -49,6 +49,11 @@ def _rules(base_url: str) -> list[EvaluatorRule]:
                           "max_field_chars": 500},
             "score": {"name": "tone", "type": "categorical", "labels": ["polite", "rude"]},
         }),
+        # a rule over live AND eval runs still never judges a judge's run (its judgments would pile up)
+        EvaluatorRule.model_validate({
+            "name": "every-mode", "modes": ["live", "eval"], **common, "evaluator": {"kind": "no_tool_error"},
+            "score": {"name": "no_tool_error"},
+        }),
     ]
 
 
@@ -76,7 +81,8 @@ def test_judge_scores_the_sampled_runs_and_its_cost_is_evaluation_cost(
         def settled() -> dict[str, Any] | None:
             rules = evaluators_of(srv.http_url)
             h, t = rules["helpfulness"]["summary"], rules["tone"]["summary"]
-            return rules if t["errors"] == 1 and h["evaluated"] >= len(expected) else None
+            every = rules["every-mode"]["summary"]["evaluated"]
+            return rules if t["errors"] == 1 and h["evaluated"] >= len(expected) and every >= len(traces) else None
 
         rules = wait_for(settled, timeout=240, every=0.5)
         time.sleep(1.0)  # five more polls: a run judged twice or out of the sample would show below
@@ -134,6 +140,7 @@ def test_judge_scores_the_sampled_runs_and_its_cost_is_evaluation_cost(
     assert len(outcome["judge_trace_ids"]) == 2
     assert abs(outcome["cost_usd"] - 2 * ONE_TONE_CALL) < 1e-12
     assert scores_of(srv.http_url, name="tone") == []
+    assert {s["trace_id"] for s in scores_of(srv.http_url, name="no_tool_error")} == set(traces)
 
 
 def _sampled(rule: str, project: str, trace_id: str) -> bool:
