@@ -37,6 +37,7 @@ PAGES = [
     st.Page("views/sessions.py", title="Sessions", icon=":material/forum:", url_path="sessions"),
     st.Page("views/graph.py", title="Agent graph", icon=":material/hub:", url_path="graph"),
     st.Page("views/queues.py", title="Queues", icon=":material/rate_review:", url_path="queues"),
+    st.Page("views/evaluators.py", title="Evaluators", icon=":material/rule:", url_path="evaluators"),
 ]
 
 page = st.navigation(PAGES)

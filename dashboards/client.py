@@ -29,6 +29,7 @@ from dashboards.alerts_models import AlertEvents, Alerts, Regressions
 from dashboards.approvals_models import Approval, Approvals
 from dashboards.config import UISettings
 from dashboards.datasets_models import DatasetSaved
+from dashboards.evaluators_models import Evaluators
 from dashboards.models import CostReport, Diff, Failures, Overview, Prices, RunsPage, Tools, Trace
 from dashboards.replanning_models import Replanning
 from dashboards.search_models import SearchAnswer
@@ -383,6 +384,10 @@ class QueryClient:
         if not _DATASET_NAME.fullmatch(name):
             raise BadRequest(f"not a dataset name: {name[:80]!r}", 422)
         return self._get(f"/api/datasets/{name}", {"project": project}, "datasets").text
+
+    def evaluators(self, since: str = "24h", limit: int = 20) -> Evaluators:
+        """`GET /api/evaluators` (scope read): the online evaluator rules with their recent results."""
+        return self._model(Evaluators, "/api/evaluators", {"since": since, "limit": limit})
 
     # ------------------------------------------------------------------ plumbing
 

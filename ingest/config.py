@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from ingest.alerts.rules import AlertChannelConfig, AlertRule, check_rules
+from ingest.evaluators.rules import EvaluatorRule, check_evaluator_rules
 from ingest.otlp.limits import AttributeLimits
 from ingest.queues.model import DeclaredQueue
 from ingest.scores.configs import ScoreConfig, check_file_configs
@@ -130,7 +131,8 @@ class Settings(BaseSettings):
         "256MB", description="DuckDB memory_limit of the server (buffer pool; spills beyond it); '' for DuckDB's default."
     )
     retention_days: int = Field(
-        0, description="Delete spans, runs, log records and scores older than this many days; 0 keeps everything."
+        0, description="Delete spans, runs, log records, scores and evaluator outcomes older than this many days; 0 keeps "
+        "everything."
     )
     retention_interval_s: int = Field(3600, description="How often the retention sweep runs.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
@@ -195,6 +197,23 @@ class Settings(BaseSettings):
         5000, ge=1, le=1_000_000, description="Rows `GET /api/export` reads per page (each page one short read under "
         "query_timeout_s; an export of any size is many pages)."
     )
+    evaluators: list[EvaluatorRule] = Field(
+        default_factory=list,
+        description="Online evaluator rules (`[[evaluators]]`: which runs, a built-in evaluator or an LLM judge, the "
+        "score it writes). See the README's Online evaluators section.",
+    )
+    evaluator_concurrency: int = Field(
+        4, ge=1, le=64, description="Evaluations (judge calls included) the server runs at once, on its own threads "
+        "(mostly waiting: on the store's commits, on a judge's answer)."
+    )
+    evaluator_poll_interval_s: float = Field(
+        5.0, gt=0, description="How often the evaluator thread looks for runs its rules have not scored yet."
+    )
+
+    @model_validator(mode="after")
+    def _evaluator_rules(self) -> Settings:
+        check_evaluator_rules(self.evaluators)
+        return self
 
     @model_validator(mode="after")
     def _score_configs(self) -> Settings:

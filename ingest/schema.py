@@ -832,6 +832,31 @@ CREATE TABLE IF NOT EXISTS dataset_cases (
 )
 """
 
+# Online evaluators (ingest/evaluators/): the outcome of each (rule, run) evaluation, so a restart
+# neither redoes nor loses one and GET /api/evaluators counts results without reading scores. One
+# row per (project, rule, trace_id), replaced (delete + insert on the writer) when re-evaluated.
+# `cost_usd` is the judge's own cost (evaluation cost, never the agent's); `judge_trace_ids` are the
+# judge's runs (mode eval), the last one the run that gave the score.
+EVALUATIONS_DDL = """
+CREATE TABLE IF NOT EXISTS evaluations (
+    project          VARCHAR   NOT NULL,
+    rule             VARCHAR   NOT NULL,
+    trace_id         VARCHAR   NOT NULL,
+    status           VARCHAR   NOT NULL,   -- done | error
+    score_name       VARCHAR   NOT NULL,
+    score_id         VARCHAR,              -- the score written (done only)
+    value_numeric    DOUBLE,               -- numbers; booleans as 1/0
+    value_label      VARCHAR,              -- categorical labels; booleans as true/false
+    passed           BOOLEAN,              -- boolean true / numeric at or above pass_at; NULL when undefined
+    reason           VARCHAR,              -- the evaluator's reason, or the error
+    attempts         INTEGER   NOT NULL,
+    cost_usd         DOUBLE,
+    judge_trace_ids  VARCHAR[],
+    run_start        TIMESTAMP,
+    evaluated_at     TIMESTAMP NOT NULL
+)
+"""
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -855,5 +880,5 @@ MIGRATIONS: list[list[str]] = [
     [SAVED_VIEWS_DDL],  # saved views of the dashboards, per project (/api/views)
     [DATASETS_DDL, DATASET_CASES_DDL],  # datasets of eval cases made from stored runs
     QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
+    [EVALUATIONS_DDL],  # online evaluators: the outcome of each (rule, run) evaluation
 ]
-

@@ -303,6 +303,7 @@ class ServerStack:
         self._ephemeral = ephemeral_ports
         self.http_socket = bind_tcp(settings.host, 0 if ephemeral_ports else settings.port)
         self.http_port: int = self.http_socket.getsockname()[1]
+        self.app.state.http_url = self.http_url  # where in-process clients (judge runs) export to
         self.grpc_port: int | None = None
         self.started = threading.Event()
         config = uvicorn.Config(self.app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
@@ -382,12 +383,14 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api.alerts import build_alerts_router
     from ingest.api.approvals import build_approvals_router
     from ingest.api.datasets import build_datasets_router
+    from ingest.api.evaluators import build_evaluators_router
     from ingest.api.export import build_export_router
     from ingest.api.queues import build_queues_router
     from ingest.api.regressions import build_regressions_router
     from ingest.api.scores import build_scores_router
     from ingest.api.sql import build_sql_router
     from ingest.api.views import build_views_router
+    from ingest.evaluators.service import EvaluatorService
     from ingest.queues.service import QueueFiller
 
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
@@ -406,4 +409,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         ("/api", build_queues_router(store, QueueFiller(store, settings.queue_fill_interval_s, settings.queues),
                                      timeout_s=settings.query_timeout_s)),  # the lifespan runs the queue filler
         ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_evaluators_router(EvaluatorService(
+            store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
+            poll_interval_s=settings.evaluator_poll_interval_s), store, timeout_s=settings.query_timeout_s)),
     ]

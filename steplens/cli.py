@@ -351,6 +351,19 @@ def sql(
     raise typer.Exit(sql_command(query, api, fmt=format, limit=limit, project=project))
 
 
+@eval_app.command("backfill")
+def eval_backfill(
+    rule: Annotated[str, typer.Option(help="The evaluator rule (its name in steplens.toml).")],
+    since: Annotated[str | None, typer.Option(help="Runs started since: relative (7d) or ISO 8601; default all.")] = None,
+    api: Annotated[str, typer.Option(help="Query API base URL (the ingest server).")] = DEFAULT_API,
+) -> None:
+    """Score a rule's past runs in the server, with a progress bar; runs already scored are skipped.
+    Exit 1 when some evaluations ended in an error. Needs an admin key in STEPLENS_API_KEY (with keys)."""
+    from ingest.evaluators.backfill import backfill_command
+
+    raise typer.Exit(backfill_command(rule, since, api))
+
+
 spool_app = typer.Typer(help="Dead records of the write-ahead spool: list them, replay them.", no_args_is_help=True)
 app.add_typer(spool_app, name="spool")
 

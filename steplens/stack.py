@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -38,6 +39,15 @@ import httpx
 STOP_WAIT_S = 15.0
 SERVER_READY_S = 120.0  # a restart replays the write-ahead spool before it is ready
 UI_READY_S = 60.0
+# Without a steplens.toml, the stack's server scores the demo's live runs with two deterministic
+# evaluator rules, so the Evaluators page (and the runs' scores) have data on `make run`; a config
+# file, or STEPLENS_EVALUATORS in the environment, decides instead.
+DEMO_EVALUATORS = [
+    {"name": "no-tool-error", "delay": "10s", "evaluator": {"kind": "no_tool_error"},
+     "score": {"name": "no_tool_error", "type": "boolean"}},
+    {"name": "within-8-steps", "delay": "10s", "evaluator": {"kind": "max_steps", "limit": 8},
+     "score": {"name": "within_8_steps", "type": "boolean"}},
+]
 DEMO_MODES = ("auto", "always", "never")
 DEMO_RUNS = 1000  # 14 days of about 70 runs: enough for every planted event to be found, quick to send
 DEMO_DAYS = 14.0
@@ -220,7 +230,10 @@ def _run(args: argparse.Namespace, children: Children) -> int:
              "--db", str(args.data / "steplens.duckdb")]
     if args.config is not None:
         serve += ["--config", str(args.config)]
-    server = children.start("ingest server", serve)
+    env = None
+    if args.config is None and "STEPLENS_EVALUATORS" not in os.environ:
+        env = {**os.environ, "STEPLENS_EVALUATORS": json.dumps(DEMO_EVALUATORS)}
+    server = children.start("ingest server", serve, env=env)
     if not wait_ready(f"{api}/readyz", server, SERVER_READY_S):
         print("error: the ingest server did not become ready; see its output above", file=sys.stderr)
         return 1

@@ -17,9 +17,10 @@ DEFAULT_CHUNK_ROWS = 100_000
 DERIVED_TABLES = ("tool_calls", "tool_carry", "run_models", "tool_rollup", "trace_index", "plan_spans")
 # Tables aged out by another time column: OTLP log records by their own time, scores by when they were
 # scored (a judgment given long after its run lives as long from then); annotation queue items with
-# their run (by its start), queue decisions like the scores they wrote.
+# their run (by its start), queue decisions like the scores they wrote; online evaluators' outcomes by
+# when they were evaluated.
 TIMED_TABLES = (("log_records", "time"), ("scores", "created_at"), ("queue_items", "run_start"),
-                ("queue_labels", "decided_at"))
+                ("queue_labels", "decided_at"), ("evaluations", "evaluated_at"))
 
 # Table and column names are fixed here, never user input.
 _BOUND = """

@@ -116,6 +116,7 @@ def test_every_page_opens_on_the_demo_history_with_trends_of_many_points(
         ("sessions", f"?session={demo.session}", "Sessions", '[data-testid="stChatMessage"]'),
         ("graph", "?since=7d", "Agent graph", '[data-testid="stPlotlyChart"]'),
         ("queues", "?queue=failed-runs&user=visitor", "Queues", '[data-testid="stRadio"]'),  # a run to label
+        ("evaluators", "", "Evaluators", '[data-testid="stAlert"], [data-testid="stDataFrame"]'),
     ]
     assert {p for p, *_ in pages} >= {Path(v).stem for v in APP_PAGES} - {"overview"}, "a page is not opened"
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -234,6 +234,21 @@ def test_make_run_serves_the_demo_flags_the_regression_alerts_and_stops_everythi
         assert check.returncode == 1, check.stdout + check.stderr
         assert "ops" in check.stdout and "ticket" in check.stdout
 
+        # with no config, the stack's evaluator rules score the demo's live runs: the Evaluators page has data
+        # (all of them within minutes; here the first hundred of each, to keep the test's time bounded)
+        def scored() -> dict[str, dict]:
+            found = httpx.get(f"{api}/api/evaluators", timeout=30).raise_for_status().json()["evaluators"]
+            return {e["rule"]["name"]: e["summary"] for e in found}
+
+        deadline = time.monotonic() + 180
+        summary = scored()
+        while len(summary) != 2 or any(s["evaluated"] < 100 for s in summary.values()):
+            assert time.monotonic() < deadline, summary
+            time.sleep(1)
+            summary = scored()
+        assert set(summary) == {"no-tool-error", "within-8-steps"}
+        assert all(s["errors"] == 0 and s["passed"] + s["failed"] == s["evaluated"] for s in summary.values())
+
         first.interrupt_and_check_cleanup()
     finally:
         first.kill()

@@ -19,6 +19,7 @@ import pytest
 
 from ingest.alerts.rules import AlertRule
 from ingest.config import ApiKey
+from ingest.evaluators.rules import EvaluatorRule
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
 
 KEYS = {
@@ -41,10 +42,17 @@ def _rules() -> list[AlertRule]:
             AlertRule(name="rule-of-everyone", **common)]
 
 
+def _evaluators() -> list[EvaluatorRule]:
+    """Rules of A and of B that never find a run to score (a delay of ten years): only their visibility counts."""
+    return [EvaluatorRule.model_validate({"name": f"evaluator-of-{p.lower()}", "project": p, "delay": "3650d",
+                                          "evaluator": {"kind": "no_tool_error"}, "score": {"name": "no_tool_error"}})
+            for p in ("A", "B")]
+
+
 @pytest.fixture
 def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
     srv = start_ingest_server(
-        grpc_port=0, alerts=_rules(),
+        grpc_port=0, alerts=_rules(), evaluators=_evaluators(),
         api_keys=[ApiKey(key=SECRET[n], project=p, scopes=s) for n, (p, s) in KEYS.items()],  # type: ignore[arg-type]
     )
     base = srv.http_url
@@ -76,6 +84,9 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
         assert view.status_code == 201, view.text
         ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"],
                         "view": view.json()["view_id"]}
+        job = httpx.post(base + f"/api/evaluators/evaluator-of-{project.lower()}/backfill", headers={"x-api-key": key})
+        assert job.status_code == 202, job.text
+        ids[project]["backfill"] = job.json()["job_id"]
     assert srv.store.wait_loaded(30)
     for project in ("A", "B"):  # each project's runs in its own queue (by backfill: they are stored)
         key, name = SECRET[f"admin_{project.lower()}"], f"queue_of_project_{project.lower()}"
@@ -97,7 +108,7 @@ def _b_markers(world: dict[str, Any]) -> list[str]:
     b = world["ids"]["B"]
     return [B_AGENT, "rule-of-b", "rule-of-everyone", "refund_B", b["approval"], b["view"], "conversation-of-b",
             "view of B", *b["traces"], "score_of_project_b", "config_of_project_b", "queue_of_project_b",
-            "dataset_of_project_b"]
+            "dataset_of_project_b", "evaluator-of-b", b["backfill"]]
 
 
 # (method, path template) -> (scope needed, how to call it for project A's key, for B's id)
@@ -171,6 +182,9 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
                                                           "replace": True}}),
         ("get", "/api/datasets"): ("read", {}),
         ("get", "/api/datasets/{name}"): ("read", {"path": {"name": "dataset_of_project_b"}}),
+        ("get", "/api/evaluators"): ("read", {}),
+        ("post", "/api/evaluators/{rule}/backfill"): ("admin", {"path": {"rule": "evaluator-of-b"}}),
+        ("get", "/api/evaluators/backfill/{job_id}"): ("admin", {"path": {"job_id": b["backfill"]}}),
     }
 
 
