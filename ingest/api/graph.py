@@ -15,6 +15,8 @@ from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.graph_build import build_graph
 from ingest.api.params import CommonParams, TraceParams
+from ingest.api.run_filter import run_filter_sql
+from ingest.api.spans import filter_or_400, search_503
 from ingest.queries.graph import graph_runs, graph_spans
 from ingest.queries.runs import find_runs_by_trace
 
@@ -56,6 +58,8 @@ class Graph(BaseModel):
 
 class GraphParams(CommonParams):
     max_runs: int = Field(500, ge=1, le=5000, description="Build from the newest this many matching runs.")
+    filter: str | None = Field(None, max_length=4000, description="Filter expression over the run and its spans, "
+                               "as on /api/runs (design.md §4 Filter expressions).")
 
 
 def add_graph_routes(
@@ -66,14 +70,18 @@ def add_graph_routes(
     def get_graph(
         params: Annotated[GraphParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
     ) -> Graph:
+        node = filter_or_400(params.filter, "runs")
         filters = params.to_filters(access)
+        index = store.search_index  # type: ignore[attr-defined]
 
         def read(cur: Any) -> Graph:
-            runs, matched, lo, hi = graph_runs(cur, filters, params.max_runs)
+            with run_filter_sql(cur, index, node, params.filter, filters.projects, filters.since) as extra:
+                runs, matched, lo, hi = graph_runs(cur, filters, params.max_runs, extra)
             graph = build_graph(runs, graph_spans(cur, runs, lo, hi))
             return Graph(runs_matched=matched, **graph)
 
-        return run_read(store, read, timeout_s)
+        with search_503():
+            return run_read(store, read, timeout_s)
 
     @router.get("/traces/{trace_id}/graph", response_model=Graph, summary="The agent graph of one run",
                 responses={400: {"description": "not a 32-hex-char trace id"}, 404: {"description": "unknown trace"}})

@@ -22,6 +22,8 @@ from pydantic import BaseModel, Field, field_validator
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import CommonParams, Text
+from ingest.api.run_filter import run_filter_sql
+from ingest.api.spans import filter_or_400, search_503
 from ingest.api.transcript import turn_text
 from ingest.queries.sessions import SessionFilters, SessionKey, list_sessions, session_turns, turn_content
 
@@ -110,6 +112,8 @@ class Session(SessionTotals):
 
 class SessionsParams(CommonParams):
     user: Text = Field(None, description="Sessions with at least one run by this user id.")
+    filter: str | None = Field(None, max_length=4000, description="Sessions with at least one run matching this "
+                               "filter expression, as on /api/runs (design.md §4 Filter expressions).")
     limit: int = Field(50, ge=1, le=1000)
     cursor: str | None = Field(None, max_length=4096, description="`next` of the previous page.")
 
@@ -162,9 +166,17 @@ def add_session_routes(
         params: Annotated[SessionsParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
     ) -> SessionsPage:
         after = _decode(params.cursor) if params.cursor else None
+        node = filter_or_400(params.filter, "runs")
         common = params.to_filters(access)
         filters = SessionFilters(**asdict(common), user=params.user)
-        rows, nxt = run_read(store, lambda cur: list_sessions(cur, filters, params.limit, after), timeout_s)
+        index = store.search_index  # type: ignore[attr-defined]
+
+        def read(cur: Any) -> tuple[list[dict[str, Any]], SessionKey | None]:
+            with run_filter_sql(cur, index, node, params.filter, filters.projects, filters.since) as extra:
+                return list_sessions(cur, filters, params.limit, after, extra)
+
+        with search_503():
+            rows, nxt = run_read(store, read, timeout_s)
         return SessionsPage(sessions=[SessionSummary.model_validate(r) for r in rows],
                             next=_encode(nxt) if nxt else None)  # fmt: skip
 

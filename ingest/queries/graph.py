@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 
+from ingest.filters.compile import Sql
 from ingest.queries.filters import CommonFilters, runs_common_where
 from ingest.queries.traces import WINDOW_SLACK
 
@@ -31,10 +32,13 @@ def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def graph_runs(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, max_runs: int
+    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, max_runs: int, extra: Sql | None = None
 ) -> tuple[list[dict[str, Any]], int, datetime | None, datetime | None]:
-    """(the newest `max_runs` runs in scope, how many runs are in scope, their spans' time extent)."""
+    """(the newest `max_runs` runs in scope, how many runs are in scope, their spans' time extent).
+    `extra`: a compiled filter expression over `runs` (ingest/filters), ANDed with the rest."""
     where = runs_common_where(filters)
+    if extra is not None:
+        where.add(extra.sql, *extra.params)
     cur.execute(
         f"SELECT {', '.join(GRAPH_RUN_COLUMNS)}, coalesce(span_start, start_time) AS lo, "
         f"coalesce(span_end, end_time, start_time) AS hi FROM runs WHERE {where.sql()} "

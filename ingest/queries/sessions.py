@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from ingest.filters.compile import Sql
 from ingest.queries.filters import CommonFilters, Where, runs_common_where
 from ingest.queries.traces import WINDOW_SLACK
 from tracer import conventions as c
@@ -78,13 +79,23 @@ def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def list_sessions(
-    cur: duckdb.DuckDBPyConnection, filters: SessionFilters, limit: int, after: SessionKey | None
+    cur: duckdb.DuckDBPyConnection, filters: SessionFilters, limit: int, after: SessionKey | None,
+    extra: Sql | None = None,
 ) -> tuple[list[dict[str, Any]], SessionKey | None]:
     """One page of sessions, most recently active first; the key of the next page when there is one.
 
     Totals are over the session's runs within the filters (a time range that cuts a session counts
-    the turns inside it)."""
+    the turns inside it); `extra`, a compiled filter expression over `runs`, picks the sessions with
+    at least one matching run within the filters (their totals still count every turn in range)."""
     where = _where(filters)
+    if extra is not None:
+        matching = _where(filters)
+        matching.add(extra.sql, *extra.params)
+        where.add(
+            f"project || chr(0) || conversation_id IN (SELECT project || chr(0) || conversation_id FROM runs "
+            f"WHERE {matching.sql()})",
+            *matching.params,
+        )
     having = Where()
     if filters.user is not None:
         having.add("list_contains(list(user_id), ?)", filters.user)
