@@ -110,13 +110,14 @@ class SQLiteMemoryStore:
 
 
 def lexical_score(query: str, text: str) -> float:
-    """Share of the query's distinct words (case-folded) that occur in `text`: cheap, no model,
-    and 0 for a memory that shares nothing with the task."""
+    """Overlap of distinct case-folded words, over the smaller of the two word sets: cheap, no
+    model, 0 for a memory sharing nothing with the task. Dividing by the smaller set (not by the
+    query's) keeps a short memory that matches a long task's one key word relevant."""
     wanted = {w.casefold() for w in _WORD.findall(query or "")}
-    if not wanted:
-        return 0.0
     have = {w.casefold() for w in _WORD.findall(text or "")}
-    return len(wanted & have) / len(wanted)
+    if not wanted or not have:
+        return 0.0
+    return len(wanted & have) / min(len(wanted), len(have))
 
 
 def embedding_scorer(embed: Callable[[str], Sequence[float]]) -> Scorer:
