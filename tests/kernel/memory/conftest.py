@@ -1,4 +1,4 @@
-"""Fixtures of the memory and big-observation tests: the kernel's fake OpenAI server fixtures and
+"""Fixtures of the memory tests: the kernel's fake OpenAI server fixtures and
 the tracer's in-memory span pipeline."""
 
 from __future__ import annotations
