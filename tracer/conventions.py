@@ -553,6 +553,7 @@ MEMORY_CANDIDATES = "steplens.memory.candidates"  # memories of the scope inside
 MEMORY_CAPPED = "steplens.memory.capped"  # relevant memories left out by the injection cap
 MEMORY_INJECTED_CHARS = "steplens.memory.injected_chars"  # size of the block put into the context
 CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {GEN_AI_MEMORY_QUERY, GEN_AI_MEMORY_CONTENT}
+SEARCH_CONTENT_ATTRIBUTES = SEARCH_CONTENT_ATTRIBUTES | {GEN_AI_MEMORY_QUERY, GEN_AI_MEMORY_CONTENT}  # memories are findable
 
 # --------------------------------------------------------------------------------------------
 # Big observations (kernel/observations.py): a tool result over the size limit is saved aside for

@@ -49,3 +49,12 @@ def test_readme_memory_example_runs_and_its_spans_reach_the_server(ingest_server
     attrs = export["attributes"]
     assert attrs[c.TOOL_RESULT_SAVED_ASIDE] is True and attrs[c.TOOL_RESULT_SIZE_CHARS] > 8000
     assert trace["run"]["tool_calls"] == 3 and trace["run"]["tool_errors"] == 0
+
+    # What was remembered is findable: the write's value is searchable content of its span.
+    with httpx.Client(base_url=ingest_server.http_url, timeout=10) as client:
+        deadline, fields = time.monotonic() + 10, set()
+        while not fields and time.monotonic() < deadline:
+            hits = client.get("/api/search", params={"q": "express", "since": "2000-01-01T00:00:00Z"}).json()
+            fields = {h.get("field") for h in hits["results"] if h.get("name") == "upsert_memory memories"}
+            time.sleep(0.1)
+    assert fields == {c.GEN_AI_MEMORY_CONTENT}, hits
