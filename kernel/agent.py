@@ -480,7 +480,7 @@ class Agent:
         head and a marker, and `read_observation` joins the run's tools the first time."""
         if state.saved is None or obs.is_error:
             return
-        saved = state.saved.maybe_save(obs.tool_call_id, obs.content)
+        saved = state.saved.maybe_save(obs.content)
         if saved is None:
             return
         state.shown[obs.tool_call_id] = saved.shown
@@ -505,9 +505,11 @@ class Agent:
         verdict = await self._bounded(state, waiter(pending.approval_id), "the wait for a human approval")
         if verdict.decision == ToolDecision.PENDING_APPROVAL:
             return not_executed_observation(call, verdict)
-        with telemetry.tool_span(self.tools.get(call.name), call) as span:
-            obs = await self._bounded(state, dispatch(self.tools, call, Decided(verdict)), f"tool {call.name!r}")
+        tools = state.tools if state.tools is not None else self.tools
+        with telemetry.tool_span(tools.get(call.name), call) as span:
+            obs = await self._bounded(state, dispatch(tools, call, Decided(verdict)), f"tool {call.name!r}")
             span.finish(obs)
+            self._save_aside(state, obs, span)
         return obs
 
     def _truncate(self, state: RunState, obs: Observation) -> Truncation:

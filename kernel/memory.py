@@ -16,6 +16,7 @@ Why this shape:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
@@ -121,17 +122,16 @@ def lexical_score(query: str, text: str) -> float:
 
 
 def embedding_scorer(embed: Callable[[str], Sequence[float]]) -> Scorer:
-    """A `Scorer` from an embedding function: cosine similarity clipped to [0, 1]. Embeddings of
-    memory texts are cached, so each memory is embedded once per process."""
-    cache: dict[str, Sequence[float]] = {}
+    """A `Scorer` from an embedding function: cosine similarity clipped to [0, 1]. Embeddings are
+    cached (the most recent 4096 texts), so a recall embeds its query once, not once per memory,
+    and a memory is embedded again only after it fell out of the cache."""
 
+    @functools.lru_cache(maxsize=4096)
     def vector(text: str) -> Sequence[float]:
-        if text not in cache:
-            cache[text] = embed(text)
-        return cache[text]
+        return tuple(embed(text))
 
     def score(query: str, text: str) -> float:
-        a, b = embed(query), vector(text)
+        a, b = vector(query), vector(text)
         norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
         return max(0.0, min(1.0, sum(x * y for x, y in zip(a, b, strict=False)) / norm)) if norm else 0.0
 

@@ -72,7 +72,7 @@ class ObservationStore:
         self._total = 0
         self._count = 0
 
-    def maybe_save(self, call_id: str, text: str) -> SavedAside | None:
+    def maybe_save(self, text: str) -> SavedAside | None:
         """Save `text` aside when it is over the limit; None when it fits as it is."""
         s = self.settings
         if len(text) <= s.limit_chars:
