@@ -45,10 +45,12 @@ def test_readme_memory_example_runs_and_its_spans_reach_the_server(ingest_server
     names = [s["name"] for s in trace["spans"]]
     assert names.count("search_memory memories") == 1 and names.count("upsert_memory memories") == 1
     assert "execute_tool remember" in names and "execute_tool read_observation" in names
+    memory_ops = {s["operation"] for s in trace["spans"] if s["name"].endswith("_memory memories")}
+    assert memory_ops == {c.OperationClass.MEMORY}  # ingest classes both as memory operations
     [export] = [s for s in trace["spans"] if s["name"] == "execute_tool export_orders"]
     attrs = export["attributes"]
     assert attrs[c.TOOL_RESULT_SAVED_ASIDE] is True and attrs[c.TOOL_RESULT_SIZE_CHARS] > 8000
-    assert trace["run"]["tool_calls"] == 3 and trace["run"]["tool_errors"] == 0
+    assert (trace["run"]["steps"], trace["run"]["tool_calls"], trace["run"]["tool_errors"]) == (4, 3, 0)
 
     # What was remembered is findable: the write's value is searchable content of its span.
     with httpx.Client(base_url=ingest_server.http_url, timeout=10) as client:
