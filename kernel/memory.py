@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kernel import telemetry
+from kernel.tokens import estimate_tokens
 from kernel.tools import Tool, tool
 
 Scorer = Callable[[str, str], float]  # (query, memory text) -> relevance in [0, 1]
@@ -164,7 +165,9 @@ class LongTermMemory:
 
     max_age_s: memories not updated for longer are not recalled (None: any age).
     min_score: relevance a memory needs to be recalled.
-    max_items / max_chars: the cap on what one recall injects into the context.
+    max_items / max_chars / max_tokens: the cap on what one recall injects into the context
+    (tokens as `kernel.tokens.estimate_tokens` counts them, so CJK memories are not undercounted;
+    None: no token cap beyond the characters).
     """
 
     def __init__(
@@ -176,16 +179,18 @@ class LongTermMemory:
         min_score: float = 0.2,
         max_items: int = 5,
         max_chars: int = 1500,
+        max_tokens: int | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if max_items < 1 or max_chars < 1:
-            raise ValueError("max_items and max_chars must be >= 1")
+        if max_items < 1 or max_chars < 1 or (max_tokens is not None and max_tokens < 1):
+            raise ValueError("max_items, max_chars and max_tokens must be >= 1")
         self.store = store
         self.scorer = scorer
         self.max_age_s = max_age_s
         self.min_score = min_score
         self.max_items = max_items
         self.max_chars = max_chars
+        self.max_tokens = max_tokens
         self.clock = clock
 
     def write(self, scope: str, key: str, value: str) -> MemoryRecord:
@@ -205,13 +210,16 @@ class LongTermMemory:
             scored = [(self.scorer(query, m.text), m) for m in recent]
             relevant = [m for s, m in sorted(scored, key=lambda p: (-p[0], -p[1].updated_at)) if s >= self.min_score]
             kept: list[MemoryRecord] = []
-            used = 0
+            used = used_tokens = 0
             for m in relevant:
                 size = len(m.text) + 3  # "- " and the line break
-                if len(kept) >= self.max_items or used + size > self.max_chars:
+                tokens = estimate_tokens(f"- {m.text}\n")
+                over_tokens = self.max_tokens is not None and used_tokens + tokens > self.max_tokens
+                if len(kept) >= self.max_items or used + size > self.max_chars or over_tokens:
                     continue
                 kept.append(m)
                 used += size
+                used_tokens += tokens
             result = Recall(memories=kept, candidates=len(recent), capped=len(relevant) - len(kept))
             span.record_recall(result)
         return result

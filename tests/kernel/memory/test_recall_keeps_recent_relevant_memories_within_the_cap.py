@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel.memory import LongTermMemory, SQLiteMemoryStore, embedding_scorer, lexical_score
+from kernel.tokens import estimate_tokens
 from tracer import conventions as c
 
 DAY = 24 * 3600.0
@@ -62,6 +63,15 @@ def test_the_cap_bounds_what_is_injected_and_counts_what_it_left_out(tmp_path: P
     tight = LongTermMemory(mem.store, max_chars=80)
     got = tight.recall("bot/u", "invoice paid late")
     assert len(got.memories) == 1 and got.capped == 5 and len(got.as_context().split("\n", 1)[1]) <= 80
+
+
+def test_a_token_cap_counts_cjk_memories_by_their_tokens_not_their_characters(tmp_path: Path) -> None:
+    mem = LongTermMemory(SQLiteMemoryStore(tmp_path / "m.sqlite"), max_chars=10_000, max_tokens=40)
+    mem.write("bot/u", "地址", "东京都新宿区西新宿二丁目八番一号")  # ~20 characters, about as many tokens
+    mem.write("bot/u", "电话", "请在工作日上午九点到十二点之间联系")
+    got = mem.recall("bot/u", "地址 电话")
+    block = got.as_context().split("\n", 1)[1]
+    assert len(got.memories) == 1 and got.capped == 1 and len(block) < 40 and estimate_tokens(block) <= 40
 
 
 def test_an_embedding_scorer_replaces_the_lexical_default(tmp_path: Path) -> None:
