@@ -58,11 +58,20 @@ _EXPORTS: dict[str, str] = {
     # MCP servers as a tool source (imports the mcp SDK only when used)
     "MCPToolSource": "kernel.mcp",
     "MCPToolOptions": "kernel.mcp",
+    # long-term memory and big observations
+    "LongTermMemory": "kernel.memory",
+    "SQLiteMemoryStore": "kernel.memory",
+    "MemoryStore": "kernel.memory",
+    "MemoryRecord": "kernel.memory",
+    "lexical_score": "kernel.memory",
+    "embedding_scorer": "kernel.memory",
+    "BigObservations": "kernel.observations",
 }
 
 __all__ = [
     "Agent",
     "AllowAll",
+    "BigObservations",
     "AllowList",
     "Budget",
     "BudgetCheck",
@@ -82,15 +91,19 @@ __all__ = [
     "LLMError",
     "LLMResponse",
     "LLMUnavailable",
+    "LongTermMemory",
     "LoopGuard",
     "LoopVerdict",
     "MCPToolOptions",
     "MCPToolSource",
+    "MemoryRecord",
+    "MemoryStore",
     "Message",
     "Observation",
     "PolicyDecision",
     "RunResult",
     "RunState",
+    "SQLiteMemoryStore",
     "ScriptedLLM",
     "Shadow",
     "SideEffectPolicy",
@@ -101,6 +114,8 @@ __all__ = [
     "ToolCall",
     "ToolRegistry",
     "Usage",
+    "embedding_scorer",
+    "lexical_score",
     "tool",
 ]
 
@@ -125,6 +140,15 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
     from kernel.llm import LLM, Delayed, LLMError, LLMUnavailable, ScriptedLLM
     from kernel.loop_guard import LoopGuard, LoopVerdict
     from kernel.mcp import MCPToolOptions, MCPToolSource
+    from kernel.memory import (
+        LongTermMemory,
+        MemoryRecord,
+        MemoryStore,
+        SQLiteMemoryStore,
+        embedding_scorer,
+        lexical_score,
+    )
+    from kernel.observations import BigObservations
     from kernel.policy import (
         AllowAll,
         AllowList,

@@ -31,6 +31,8 @@ from kernel.dispatch import dispatch
 from kernel.llm import LLM, LLMError, estimate_usage
 from kernel.llm.base import describe
 from kernel.loop_guard import LoopGuard, LoopGuardSession
+from kernel.memory import LongTermMemory, memory_scope
+from kernel.observations import READ_TOOL_NAME, BigObservations, ObservationStore
 from kernel.parsing import EXPECTED_FORMAT, ParsedOutput, parse_response
 from kernel.policy import SideEffectPolicy
 from kernel.tools import Tool, ToolRegistry
@@ -42,6 +44,8 @@ from tracer.pricing import cost_usd
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# The memory scope of the run in progress, read by the shared `remember` tool (set per run in `_run`).
+_RUN_MEMORY_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("steplens_memory_scope", default=None)
 Mode = Literal["text", "function_calling"]
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -94,6 +98,11 @@ class RunState:
     unpriced_models: list[str] = field(default_factory=list)
     last_check: BudgetCheck | None = None
     answer: str | None = None
+    # Big observations: the run's tools (the agent's, plus `read_observation` once needed), the
+    # results saved aside, and what the model was shown instead of each (by tool call id).
+    tools: ToolRegistry | None = None
+    saved: ObservationStore | None = None
+    shown: dict[str, str] = field(default_factory=dict)
 
     def note_model(self, model: str, priced: bool) -> None:
         if model and model not in self.models:
@@ -126,6 +135,8 @@ class Agent:
         temperature: float | None = None,
         max_tokens: int | None = None,
         agent_id: str | None = None,
+        memory: LongTermMemory | None = None,
+        big_observations: BigObservations | None = None,
     ) -> None:
         if mode not in ("text", "function_calling"):
             raise ValueError(f"mode must be 'text' or 'function_calling', not {mode!r}")
@@ -153,6 +164,10 @@ class Agent:
         )
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.memory = memory
+        self.big_observations = big_observations
+        if memory is not None:  # a copy: the caller's registry does not grow a tool behind its back
+            self.tools = ToolRegistry([*self.tools, memory.remember_tool(_RUN_MEMORY_SCOPE.get)])
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -179,6 +194,7 @@ class Agent:
     ) -> RunResult:
         state: RunState | None = None
         reason, error = StopReason.INTERNAL_ERROR, None
+        scope_token = _RUN_MEMORY_SCOPE.set(memory_scope(self.agent_id, user_id))
         try:
             state = self._new_state(task, conversation_id, user_id, cancel)
             await self._loop(state)
@@ -193,6 +209,8 @@ class Agent:
         except Exception as exc:
             log.exception("agent %s: internal error", self.name)
             reason, error = StopReason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+        finally:
+            _RUN_MEMORY_SCOPE.reset(scope_token)
         try:
             return self._result(state, task, conversation_id, user_id, reason, error)
         except Exception as exc:  # e.g. a task that is not a string: still answer, never raise
@@ -240,7 +258,7 @@ class Agent:
         else:
             tool_prompt, schemas = "", self.tools.as_openai_tools()
         context = Context(
-            system_prompt=self.system_prompt,
+            system_prompt=self._system_with_memories(task, user_id),
             task=task,
             mode=self.mode,
             tool_prompt=tool_prompt,
@@ -255,7 +273,21 @@ class Agent:
             budget=BudgetTracker(self.budget),
             guard=self.loop_guard.session(),
             context=context,
+            tools=self.tools,
+            saved=ObservationStore(self.big_observations) if self.big_observations is not None else None,
         )
+
+    def _system_with_memories(self, task: str, user_id: str | None) -> str:
+        """The system prompt, plus what long-term memory recalls for this user and task (within
+        the memory's cap). A memory store that fails costs the run its memories, not the run."""
+        if self.memory is None or not isinstance(task, str):
+            return self.system_prompt
+        try:
+            block = self.memory.recall(memory_scope(self.agent_id, user_id), task).as_context()
+        except Exception:
+            log.warning("agent %s: memory recall failed; the run goes on without memories", self.name, exc_info=True)
+            return self.system_prompt
+        return f"{self.system_prompt}\n\n{block}" if block else self.system_prompt
 
     async def _loop(self, state: RunState) -> None:
         """Steps until a finish (returns) or a stop (raises `_Stop`)."""
@@ -436,10 +468,29 @@ class Agent:
 
     async def _dispatch_tool(self, state: RunState, call: ToolCall) -> Observation:
         """One tool call through `dispatch` (which never raises), bounded like the LLM call."""
-        with telemetry.tool_span(self.tools.get(call.name), call) as span:
-            obs = await self._bounded(state, dispatch(self.tools, call, self.policy), f"tool {call.name!r}")
+        tools = state.tools if state.tools is not None else self.tools
+        with telemetry.tool_span(tools.get(call.name), call) as span:
+            obs = await self._bounded(state, dispatch(tools, call, self.policy), f"tool {call.name!r}")
             span.finish(obs)
+            self._save_aside(state, obs, span)
         return obs
+
+    def _save_aside(self, state: RunState, obs: Observation, span: telemetry.ToolTrace) -> None:
+        """Big observations: a result over the limit is kept for the run, the model is shown its
+        head and a marker, and `read_observation` joins the run's tools the first time."""
+        if state.saved is None or obs.is_error:
+            return
+        saved = state.saved.maybe_save(obs.content)
+        if saved is None:
+            return
+        state.shown[obs.tool_call_id] = saved.shown
+        telemetry.saved_aside(span, size_chars=saved.size_chars, shown_chars=len(saved.shown), ref=saved.ref)
+        tools = state.tools if state.tools is not None else self.tools
+        if READ_TOOL_NAME not in tools:
+            read = state.saved.read_tool()
+            state.tools = ToolRegistry([*tools, read])
+            if state.context.tool_schemas is not None:
+                state.context.tool_schemas.append(read.openai_definition())
 
     async def _await_approval(self, state: RunState, call: ToolCall, pending: Observation) -> Observation:
         """A call waiting for a person (see `kernel.approvals`): wait for the verdict, bounded by the
@@ -454,14 +505,17 @@ class Agent:
         verdict = await self._bounded(state, waiter(pending.approval_id), "the wait for a human approval")
         if verdict.decision == ToolDecision.PENDING_APPROVAL:
             return not_executed_observation(call, verdict)
-        with telemetry.tool_span(self.tools.get(call.name), call) as span:
-            obs = await self._bounded(state, dispatch(self.tools, call, Decided(verdict)), f"tool {call.name!r}")
+        tools = state.tools if state.tools is not None else self.tools
+        with telemetry.tool_span(tools.get(call.name), call) as span:
+            obs = await self._bounded(state, dispatch(tools, call, Decided(verdict)), f"tool {call.name!r}")
             span.finish(obs)
+            self._save_aside(state, obs, span)
         return obs
 
     def _truncate(self, state: RunState, obs: Observation) -> Truncation:
-        """Cut an observation to `observation_max_tokens` before the model sees it."""
-        return telemetry.truncate(obs.content, self.observation_max_tokens)
+        """Cut an observation to `observation_max_tokens` before the model sees it (a result saved
+        aside is shown as its head and marker, which the truncation then rarely needs to touch)."""
+        return telemetry.truncate(state.shown.pop(obs.tool_call_id, obs.content), self.observation_max_tokens)
 
     # ---- bounding, cancellation, result ------------------------------------------------------
 

@@ -517,3 +517,58 @@ def truncate(text: str, limit_tokens: int) -> Truncation:
             scope.finish(output_tokens=cut.output_tokens, truncated=cut.truncated,
                          input_tokens=cut.input_tokens, dropped_tokens=cut.dropped_tokens)
     return cut
+
+
+# --------------------------------------------------------------------------------------------
+# long-term memory (kernel/memory.py) and big observations (kernel/observations.py)
+# --------------------------------------------------------------------------------------------
+
+
+class MemoryTrace(_Traced):
+    """`search_memory {store}` / `upsert_memory {store}`; a recall's outcome via `record_recall`."""
+
+    __slots__ = ()
+
+    def record_recall(self, recall: Any) -> None:
+        scope: spans.MemoryScope | None = self._scope  # type: ignore[assignment]
+        if scope is None:
+            return
+        try:
+            scope.record_recall(
+                candidates=recall.candidates,
+                injected=len(recall.memories),
+                capped=recall.capped,
+                injected_chars=len(recall.as_context()),
+            )
+        except Exception:
+            log.warning("steplens: could not record a memory recall on its span", exc_info=True)
+
+
+_MEMORY_OPS = {"search": c.OP_SEARCH_MEMORY, "upsert": c.OP_UPSERT_MEMORY}
+
+
+def memory_span(
+    operation: str, store: str, scope: str, *, query: str | None = None, key: str | None = None,
+    content: str | None = None,
+) -> MemoryTrace:
+    """One memory operation ("search" or "upsert") on `store` for `scope`."""
+    if not _on():
+        return MemoryTrace(None)
+    try:
+        span = spans.memory_span(_MEMORY_OPS[operation], store=store, scope=scope, query=query, key=key,
+                                 content=content)
+    except Exception:
+        log.warning("steplens: could not start a memory span", exc_info=True)
+        return MemoryTrace(None)
+    return MemoryTrace(span)
+
+
+def saved_aside(trace: ToolTrace, *, size_chars: int, shown_chars: int, ref: str) -> None:
+    """Mark a tool span's result as saved aside (the model saw `shown_chars` of `size_chars`)."""
+    scope: spans.ToolScope | None = trace._scope  # type: ignore[assignment]
+    if scope is None:
+        return
+    try:
+        spans.record_saved_aside(scope, size_chars=size_chars, shown_chars=shown_chars, ref=ref)
+    except Exception:
+        log.warning("steplens: could not record a saved-aside result on its tool span", exc_info=True)

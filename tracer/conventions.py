@@ -532,3 +532,35 @@ SEARCH_CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_a
 # OTel attributes cannot say. Ingest reads them when it turns the event into a score.
 SCORE_ID = "steplens.score.id"  # the score's idempotency id (a later event with it replaces the score)
 SCORE_DATA_TYPE = "steplens.score.data_type"  # numeric, boolean or categorical (a boolean as value 1/0)
+
+
+# --------------------------------------------------------------------------------------------
+# Long-term memory (kernel/memory.py): one span per recall (`search_memory {store}`) and per write
+# (`upsert_memory {store}`), named and keyed after the GenAI memory-operation proposal
+# (semantic-conventions issue 2664); steplens adds what the injection cap did.
+# --------------------------------------------------------------------------------------------
+
+OP_SEARCH_MEMORY = "search_memory"
+OP_UPSERT_MEMORY = "upsert_memory"
+SPAN_MEMORY = "{operation} {store}"
+GEN_AI_MEMORY_STORE_NAME = "gen_ai.memory.store.name"  # the store's name (e.g. the SQLite file's stem)
+GEN_AI_MEMORY_SCOPE = "gen_ai.memory.scope"  # whose memory: "<agent id>/<user id or ->"
+GEN_AI_MEMORY_ID = "gen_ai.memory.id"  # a write: the key written
+GEN_AI_MEMORY_QUERY = "gen_ai.memory.query"  # content: what a recall searched for
+GEN_AI_MEMORY_CONTENT = "gen_ai.memory.content"  # content: the value written
+GEN_AI_MEMORY_SEARCH_RESULT_COUNT = "gen_ai.memory.search.result.count"  # memories recalled (injected)
+MEMORY_CANDIDATES = "steplens.memory.candidates"  # memories of the scope inside the recency window
+MEMORY_CAPPED = "steplens.memory.capped"  # relevant memories left out by the injection cap
+MEMORY_INJECTED_CHARS = "steplens.memory.injected_chars"  # size of the block put into the context
+CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {GEN_AI_MEMORY_QUERY, GEN_AI_MEMORY_CONTENT}
+SEARCH_CONTENT_ATTRIBUTES = SEARCH_CONTENT_ATTRIBUTES | {GEN_AI_MEMORY_QUERY, GEN_AI_MEMORY_CONTENT}  # memories are findable
+
+# --------------------------------------------------------------------------------------------
+# Big observations (kernel/observations.py): a tool result over the size limit is saved aside for
+# the run; the `execute_tool` span says how big it was and that the model saw only its head.
+# --------------------------------------------------------------------------------------------
+
+TOOL_RESULT_SIZE_CHARS = "steplens.tool.result.size_chars"  # the full result's length (set when saved aside)
+TOOL_RESULT_SAVED_ASIDE = "steplens.tool.result.saved_aside"  # true: the model got the head and a marker
+TOOL_RESULT_REF = "steplens.tool.result.ref"  # the reference the read tool pages the rest by
+TOOL_RESULT_SHOWN_CHARS = "steplens.tool.result.shown_chars"  # how much of it the model saw at once

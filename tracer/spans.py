@@ -712,3 +712,57 @@ def current_trace_id() -> str | None:
     """The current trace id as hex (None outside any valid span)."""
     ctx = trace.get_current_span().get_span_context()
     return format(ctx.trace_id, "032x") if ctx.is_valid else None
+
+
+# --------------------------------------------------------------------------------------------
+# long-term memory (search_memory / upsert_memory) and big observations on execute_tool
+# --------------------------------------------------------------------------------------------
+
+
+class MemoryScope(SpanScope):
+    """A memory operation; a recall records what it found and what the injection cap left out."""
+
+    __slots__ = ()
+
+    def record_recall(self, *, candidates: int, injected: int, capped: int, injected_chars: int) -> None:
+        if self.recording:
+            _set(self.span, {
+                c.MEMORY_CANDIDATES: _int(candidates),
+                c.GEN_AI_MEMORY_SEARCH_RESULT_COUNT: _int(injected),
+                c.MEMORY_CAPPED: _int(capped),
+                c.MEMORY_INJECTED_CHARS: _int(injected_chars),
+            })  # fmt: skip
+
+
+def memory_span(
+    operation: str, *, store: str, scope: str, query: str | None = None, key: str | None = None,
+    content: str | None = None,
+) -> MemoryScope:
+    """`search_memory {store}` or `upsert_memory {store}` (GenAI memory operations). `query` and
+    `content` are content (capture switch, redaction, size cap)."""
+    span = MemoryScope(_start(c.SPAN_MEMORY.format(operation=operation, store=store), _INTERNAL))
+    if span.recording:
+        attrs: dict[str, Any] = {
+            c.GEN_AI_OPERATION_NAME: operation,
+            c.GEN_AI_MEMORY_STORE_NAME: str(store),
+            c.GEN_AI_MEMORY_SCOPE: str(scope),
+        }
+        if key is not None:
+            attrs[c.GEN_AI_MEMORY_ID] = str(key)
+        if query is not None and (text := _state.policy().text(query)) is not None:
+            attrs[c.GEN_AI_MEMORY_QUERY] = text
+        if content is not None and (text := _state.policy().text(content)) is not None:
+            attrs[c.GEN_AI_MEMORY_CONTENT] = text
+        _set(span.span, attrs)
+    return span
+
+
+def record_saved_aside(scope: ToolScope, *, size_chars: int, shown_chars: int, ref: str) -> None:
+    """On an `execute_tool` span: the result was over the size limit and saved aside for the run."""
+    if scope.recording:
+        _set(scope.span, {
+            c.TOOL_RESULT_SIZE_CHARS: _int(size_chars),
+            c.TOOL_RESULT_SHOWN_CHARS: _int(shown_chars),
+            c.TOOL_RESULT_SAVED_ASIDE: True,
+            c.TOOL_RESULT_REF: str(ref),
+        })  # fmt: skip

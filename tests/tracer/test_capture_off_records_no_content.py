@@ -1,5 +1,5 @@
 """With content capture off, no content attribute exists on any span or span event (a loop-guard
-event's message included); switch precedence holds."""
+event's message and a memory operation's query and value included); switch precedence holds."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ from tracer.config import resolve_capture
 
 def _run_everything() -> None:
     with spans.run_span("a", task="the task") as run:
+        with spans.memory_span(c.OP_SEARCH_MEMORY, store="s", scope="a/-", query="the task"):
+            pass
         with spans.step_span(1) as step:
             with spans.chat_span(model="m", input_messages=[{"role": "user", "content": "hi"}]) as chat:
                 chat.record_response(input_tokens=1, output_tokens=2, output_text="hello",
                                      output_tool_calls=[{"id": "1", "name": "t", "arguments": {}}])
             with spans.tool_span("t", call_id="1", arguments={"a": 1}) as tool:
                 tool.finish(result="r")
+                with spans.memory_span(c.OP_UPSERT_MEMORY, store="s", scope="a/-", key="k", content="a fact"):
+                    pass
             spans.guard_event(rule="repeated_call", severity="soft", message="not again", tool_name="t")
             step.record(kind="tool", action="t", thought="thinking", observation="seen")
         run.finish(ok=True, stop_reason="finish", steps=1, answer="done")
@@ -33,7 +37,7 @@ def test_capture_off_by_argument_leaves_no_content_attribute(memory_handle_facto
     handle = memory_handle_factory(capture_content=False)
     _run_everything()
     finished = handle.memory_exporter.get_finished_spans()
-    assert len(finished) == 4
+    assert len(finished) == 6
     assert _content_keys(handle) == set()
     chat = next(s for s in finished if s.name == "chat m")
     assert chat.attributes[c.GEN_AI_USAGE_OUTPUT_TOKENS] == 2  # non-content attributes still there
