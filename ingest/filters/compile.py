@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from ingest.filters import ast
 from ingest.filters.fields import PROMOTED_ATTRIBUTES, RUN_COLUMNS, SPAN_COLUMNS, Kind
 from ingest.filters.parse import FilterError
-from ingest.filters.prefilter import raw_pattern
+from ingest.filters.prefilter import raw_needle, raw_pattern
 
 _SQL_OPS = {"=": "=", "!=": "<>", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
 _ORDERING = {">", ">=", "<", "<="}
@@ -114,12 +114,17 @@ class _Compiler:
             return Sql(f"{alias}.{column} IN ({marks}) AND ({exact.sql})", [*texts, *exact.params])
         # A value narrows the pattern only where the term needs the value's text (=, in, contains on
         # strings); any other term (numbers, !=, <, exists) still needs the key to be present.
-        patterns = {raw_pattern(field.key, str(t)) for t in texts} if strings else {raw_pattern(field.key)}
-        if None in patterns:
+        wanted: list[str | None] = [str(t) for t in texts] if strings else [None]
+        pairs = sorted({(raw_needle(field.key, t), raw_pattern(field.key, t)) for t in wanted}, key=str)
+        raw = f"{alias}.attributes::VARCHAR"
+        if any(pattern is None for _, pattern in pairs):
             return exact
-        like = "ILIKE" if isinstance(node, ast.Contains) else "LIKE"
-        pre = " OR ".join(f"{alias}.attributes::VARCHAR {like} ? ESCAPE '\\'" for _ in patterns)
-        return Sql(f"({pre}) AND ({exact.sql})", [*sorted(p for p in patterns if p is not None), *exact.params])
+        if isinstance(node, ast.Contains):  # case-insensitive like the exact test: no contains() needle
+            pre = Sql(f"{raw} ILIKE ? ESCAPE '\\'", [pairs[0][1]])
+        else:
+            pre = Sql(" OR ".join(f"(contains({raw}, ?) AND {raw} LIKE ? ESCAPE '\\')" for _ in pairs),
+                      [x for pair in pairs for x in pair])
+        return Sql(f"({pre.sql}) AND ({exact.sql})", [*pre.params, *exact.params])
 
     def exact_attribute_term(self, node: ast.Term, alias: str) -> Sql:
         field = node.field

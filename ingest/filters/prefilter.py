@@ -35,12 +35,12 @@ def _literal(ch: str, volatile: frozenset[str]) -> bool:
 
 
 def _runs(text: str, volatile: frozenset[str]) -> list[str]:
-    """The LIKE-escaped maximal runs of literal characters of `text`, in order."""
+    """The maximal runs of literal characters of `text`, in order (not LIKE-escaped)."""
     runs: list[str] = []
     current: list[str] = []
     for ch in text:
         if _literal(ch, volatile):
-            current.append("\\" + ch if ch in _LIKE_SPECIAL else ch)
+            current.append(ch)
         elif current:
             runs.append("".join(current))
             current = []
@@ -49,12 +49,26 @@ def _runs(text: str, volatile: frozenset[str]) -> list[str]:
     return runs
 
 
+def _escape(run: str) -> str:
+    return "".join("\\" + ch if ch in _LIKE_SPECIAL else ch for ch in run)
+
+
+def _all_runs(key: str, value: str | None) -> list[str]:
+    return _runs(key, frozenset()) + (_runs(value, _NUMBER) if value is not None else [])
+
+
 def raw_pattern(key: str, value: str | None = None) -> str | None:
     """A LIKE pattern (escape character `\\`) the attributes text of every span whose `key` is present,
     and whose value renders as text containing `value` when given, matches; None when the key has no
     literal character (nothing cheap to test)."""
-    key_runs = _runs(key, frozenset())
-    if not key_runs:
+    if not _runs(key, frozenset()):
         return None
-    value_runs = _runs(value, _NUMBER) if value is not None else []
-    return "%" + "%".join(key_runs + value_runs) + "%"
+    return "%" + "%".join(_escape(run) for run in _all_runs(key, value)) + "%"
+
+
+def raw_needle(key: str, value: str | None = None) -> str | None:
+    """The longest literal run of the pattern, for DuckDB's `contains()`: a plain substring test is
+    cheaper than LIKE, so it rules out most spans before the pattern is matched (case-sensitive: only
+    ahead of LIKE, never of ILIKE)."""
+    runs = _all_runs(key, value)
+    return max(runs, key=len) if runs and _runs(key, frozenset()) else None
