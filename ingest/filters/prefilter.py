@@ -67,8 +67,12 @@ def raw_pattern(key: str, value: str | None = None) -> str | None:
 
 
 def raw_needle(key: str, value: str | None = None) -> str | None:
-    """The longest literal run of the pattern, for DuckDB's `contains()`: a plain substring test is
-    cheaper than LIKE, so it rules out most spans before the pattern is matched (case-sensitive: only
-    ahead of LIKE, never of ILIKE)."""
-    runs = _all_runs(key, value)
-    return max(runs, key=len) if runs and _runs(key, frozenset()) else None
+    """A literal run of the pattern for DuckDB's `contains()`, which is cheaper than LIKE and so rules
+    out most spans before the pattern is matched: the value's longest run (a key like
+    `gen_ai.usage.input_tokens` is on most spans, a value rarely), else the key's. Case-sensitive: only
+    ahead of LIKE, never of ILIKE."""
+    key_runs = _runs(key, frozenset())
+    if not key_runs:
+        return None
+    value_runs = _runs(value, _NUMBER) if value is not None else []
+    return max(value_runs or key_runs, key=len)
