@@ -18,7 +18,8 @@ one cursor with the server's DuckDB settings), median and p95 of `--repeat` runs
   typical SQL aggregate  measured by POST /api/sql's benchmark (bench/sql_bench.py), not here
 
 each next to a reference measured in the same run, with the ratio: the same query on the promoted
-`tool_name` column (what the JSON extraction costs), and a substring scan of the content columns
+`tool_name` column (what the attribute term costs beyond it), the exact JSON test without its
+pre-filter (what the pre-filter saves on a key no column holds), and a substring scan of the content columns
 (ILIKE over status_message and attributes, what the index saves). Target: < 300 ms median.
 """
 
