@@ -97,3 +97,16 @@ def test_attribute_filter_selects_exactly_its_spans(world, expression, expected)
     assert r.status_code == 200, (expression, r.text)
     got = {ids[s["span_id"]] for s in r.json()["spans"] if s["span_id"] in ids}
     assert got == expected, expression
+
+
+def test_agent_name_attribute_selects_the_agents_run_spans(world):
+    """`gen_ai.agent.name` is answered through the agent_name column: it still selects exactly the spans
+    that carry the attribute (the run roots), not every span normalization names the agent on."""
+    server, ids = world
+    r = server.get("/api/spans", filter=eq(c.GEN_AI_AGENT_NAME, "billing"), limit=500, **WINDOW)
+    assert r.status_code == 200, r.text
+    spans = r.json()["spans"]
+    assert len(spans) == len(CALLS)
+    assert all(s["parent_span_id"] in (None, "") and s["attributes"][c.GEN_AI_AGENT_NAME] == "billing" for s in spans)
+    r = server.get("/api/spans", filter=eq(c.GEN_AI_AGENT_NAME, "bill"), limit=500, **WINDOW)
+    assert r.json()["spans"] == []
