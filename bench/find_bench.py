@@ -10,14 +10,16 @@ already built. Then times, as the API runs them (the functions of ingest/queries
 one cursor with the server's DuckDB settings), median and p95 of `--repeat` runs after two warm-ups:
 
   attribute filter   /api/spans  attributes["gen_ai.tool.name"] = "refund", last 24 h and 7 d; a value
-                                 no span has (7 d: every span of the range is read)
+                                 no span has (7 d: every span of the range is read), on the promoted
+                                 key and on a key no column holds (the raw-text pre-filter)
                      /api/runs   attributes["gen_ai.tool.name"] = "refund" and status = "ERROR", 24 h
   full-text search   /api/search "timed out" and "refund" (a word of every run) over all 30 d, top 20
                      /api/runs   search("timed out") and agent = "billing", 7 d
   typical SQL aggregate  measured by POST /api/sql's benchmark (bench/sql_bench.py), not here
 
 each next to a reference measured in the same run, with the ratio: the same query on the promoted
-`tool_name` column (what the JSON extraction costs), and a substring scan of the content columns
+`tool_name` column (what the attribute term costs beyond it), the exact JSON test without its
+pre-filter (what the pre-filter saves on a key no column holds), and a substring scan of the content columns
 (ILIKE over status_message and attributes, what the index saves). Target: < 300 ms median.
 """
 
@@ -46,6 +48,7 @@ from ingest.search.hits import HitTables  # noqa: E402
 from ingest.search.index import SearchIndex  # noqa: E402
 from ingest.search.indexer import META_BUILT_AT, SearchIndexer  # noqa: E402
 from ingest.store.database import cursor, open_database  # noqa: E402
+from tracer import conventions  # noqa: E402
 
 TARGET_MS = 300.0
 ATTRIBUTE = 'attributes["gen_ai.tool.name"] = "refund"'
@@ -53,6 +56,9 @@ PROMOTED = 'tool_name = "refund"'
 # The worst case of a top-50 page: nothing matches, so every span of the range is read.
 NO_MATCH = 'attributes["gen_ai.tool.name"] = "no_such_tool"'
 NO_MATCH_PROMOTED = 'tool_name = "no_such_tool"'
+# The same on a key no column holds: the raw-text pre-filter (ingest/filters/prefilter.py), whose
+# reference is the exact JSON test alone.
+NO_MATCH_RAW = f'attributes["{conventions.LLM_ATTEMPT}"] = "no_such_value"'
 
 
 def build_index(db: Path, index_path: Path) -> None:
@@ -110,13 +116,13 @@ def run(db: Path, index_path: Path, repeat: int) -> int:
     until = cur.execute("SELECT max(start_time) FROM spans").fetchone()[0] + timedelta(microseconds=1)
     day, week = until - timedelta(days=1), until - timedelta(days=7)
 
-    def spans(expression: str, since: Any) -> Callable[[int], Any]:
+    def spans(expression: str, since: Any, prefilter: bool = True) -> Callable[[int], Any]:
         node = parse_filter(expression)
 
         def fn(_: int) -> None:
             hits = HitTables(cur, index, None, since, until)
             try:
-                list_spans(cur, None, since, until, span_predicate(node, expression, "s", hits), 50)
+                list_spans(cur, None, since, until, span_predicate(node, expression, "s", hits, prefilter), 50)
             finally:
                 hits.close()
         return fn
@@ -155,6 +161,8 @@ def run(db: Path, index_path: Path, repeat: int) -> int:
         ("spans attr filter (24 h)", spans(ATTRIBUTE, day), "promoted column", spans(PROMOTED, day)),
         ("spans attr filter (7 d)", spans(ATTRIBUTE, week), "promoted column", spans(PROMOTED, week)),
         ("spans attr, no match (7 d)", spans(NO_MATCH, week), "promoted column", spans(NO_MATCH_PROMOTED, week)),
+        ("spans raw attr, no match (7 d)", spans(NO_MATCH_RAW, week), "exact JSON test",
+         spans(NO_MATCH_RAW, week, prefilter=False)),
         ("runs attr filter (24 h)", runs(f'{ATTRIBUTE} and status = "ERROR"', day), "promoted column",
          runs(f'{PROMOTED} and status = "ERROR"', day)),
         ('search "timed out" (30 d)', search("timed out"), "ILIKE scan", like_scan("timed out")),

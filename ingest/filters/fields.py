@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from tracer import conventions
+
 
 class Kind(StrEnum):
     """How a column compares: literals are checked against it (a number for a number column...)."""
@@ -41,3 +43,12 @@ RUN_COLUMNS: dict[str, Kind] = {
     "input_tokens": N, "output_tokens": N, "cost_usd": N, "models": L, "failure_signature": T,
     "eval_run_id": T, "eval_case_id": T, "span_count": N, "stop_reason_source": T, "failure_evidence": T,
 }  # fmt: skip
+
+# Attribute keys normalization copies into a span column unchanged whenever the attribute is a
+# non-empty string (ingest/normalize/span.py: the first key of TOOL_NAME_KEYS / AGENT_NAME_KEYS wins).
+# `attributes[key] = "v"` (or `in`) then needs `column = "v"`, a column test with zone maps and no JSON
+# parsing, as a pre-filter ahead of the exact JSON check (ingest/filters/compile.py says when it holds).
+PROMOTED_ATTRIBUTES: dict[str, str] = {
+    conventions.GEN_AI_TOOL_NAME: "tool_name",
+    conventions.GEN_AI_AGENT_NAME: "agent_name",
+}
