@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 from kernel.budgets import BudgetCheck
 from kernel.llm.base import describe
 from kernel.llm.estimate import estimate_usage
-from kernel.llm.scope import AttemptRequest, NullAttemptScope, current_attempt_request
+from kernel.llm.scope import (
+    AttemptRequest,
+    NullAttemptScope,
+    call_labels,
+    current_attempt_request,
+    current_call_labels,
+)
 from kernel.truncation import Truncation, truncate_observation
 from kernel.types import GuardEvent, LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall
 from tracer import conventions as c
@@ -363,6 +369,7 @@ class ChatAttempt(_Traced):
 def _open_chat(
     *, model: str, provider: str, attempt: int, fallback_from: str | None, request: AttemptRequest | None
 ) -> ChatAttempt:
+    labels = current_call_labels()
     try:
         scope = spans.chat_span(
             model=model,
@@ -372,6 +379,9 @@ def _open_chat(
             temperature=request.temperature if request else None,
             max_tokens=request.max_tokens if request else None,
             input_messages=request.messages if request else None,
+            purpose=labels.purpose,
+            route_rule=labels.route_rule,
+            route_model=labels.route_model,
         )
     except Exception:
         log.warning("steplens: could not start a chat span", exc_info=True)
@@ -396,17 +406,26 @@ async def complete(
     *,
     temperature: float | None,
     max_tokens: int | None,
+    purpose: str = c.LLMPurpose.STEP,
 ) -> LLMResponse:
     """`llm.complete(...)`, in one chat span unless the LLM opens its own per attempt
-    (`emits_chat_spans`, e.g. ResilientLLM): a plain adapter still gets one span per call."""
-    if getattr(llm, "emits_chat_spans", False) or not _chat_on():
-        return await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)
-    model, provider = describe(llm)
-    request = AttemptRequest(messages, tools, temperature, max_tokens)
-    with _open_chat(model=model, provider=provider, attempt=1, fallback_from=None, request=request) as chat:
-        response = await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)
-        chat.record_response(response)
-    return response
+    (`emits_chat_spans`, e.g. ResilientLLM): a plain adapter still gets one span per call.
+
+    `purpose` (conventions.LLMPurpose) goes on every chat span of the call, and to the LLM itself
+    when it routes on it (`routes_by_purpose`, e.g. Router); plain adapters never see it, so the
+    `LLM` protocol stays what it is."""
+    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    if getattr(llm, "routes_by_purpose", False):
+        kwargs["purpose"] = str(purpose)
+    with call_labels(purpose=str(purpose)):
+        if getattr(llm, "emits_chat_spans", False) or not _chat_on():
+            return await llm.complete(messages, tools, **kwargs)
+        model, provider = describe(llm)
+        request = AttemptRequest(messages, tools, temperature, max_tokens)
+        with _open_chat(model=model, provider=provider, attempt=1, fallback_from=None, request=request) as chat:
+            response = await llm.complete(messages, tools, **kwargs)
+            chat.record_response(response)
+        return response
 
 
 # --------------------------------------------------------------------------------------------
