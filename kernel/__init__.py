@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Context": "kernel.context",
     "ContextPolicy": "kernel.context",
     "Compaction": "kernel.context",
+    "llm_summariser": "kernel.summarise",
     # tools and policies
     "Tool": "kernel.tools",
     "ToolRegistry": "kernel.tools",
@@ -43,6 +44,9 @@ _EXPORTS: dict[str, str] = {
     "LLMUnavailable": "kernel.llm",
     "ScriptedLLM": "kernel.llm",
     "Delayed": "kernel.llm",
+    "Router": "kernel.llm",
+    "Route": "kernel.llm",
+    "LLMPurpose": "tracer.conventions",
     # data model
     "Message": "kernel.types",
     "ToolCall": "kernel.types",
@@ -80,6 +84,7 @@ __all__ = [
     "LLM",
     "LLMCall",
     "LLMError",
+    "LLMPurpose",
     "LLMResponse",
     "LLMUnavailable",
     "LoopGuard",
@@ -89,6 +94,8 @@ __all__ = [
     "Message",
     "Observation",
     "PolicyDecision",
+    "Route",
+    "Router",
     "RunResult",
     "RunState",
     "ScriptedLLM",
@@ -101,6 +108,7 @@ __all__ = [
     "ToolCall",
     "ToolRegistry",
     "Usage",
+    "llm_summariser",
     "tool",
 ]
 
@@ -122,7 +130,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
     from kernel.agent import DEFAULT_SYSTEM_PROMPT, Agent, LLMCall, RunState
     from kernel.budgets import Budget, BudgetCheck, BudgetLine, BudgetTracker
     from kernel.context import Compaction, Context, ContextPolicy
-    from kernel.llm import LLM, Delayed, LLMError, LLMUnavailable, ScriptedLLM
+    from kernel.llm import LLM, Delayed, LLMError, LLMUnavailable, Route, Router, ScriptedLLM
     from kernel.loop_guard import LoopGuard, LoopVerdict
     from kernel.mcp import MCPToolOptions, MCPToolSource
     from kernel.policy import (
@@ -134,6 +142,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         Shadow,
         SideEffectPolicy,
     )
+    from kernel.summarise import llm_summariser
     from kernel.tools import Tool, ToolRegistry, tool
     from kernel.types import (
         GuardEvent,
@@ -145,4 +154,4 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         ToolCall,
         Usage,
     )
-    from tracer.conventions import GuardRule, StepKind, StopReason
+    from tracer.conventions import GuardRule, LLMPurpose, StepKind, StopReason

@@ -36,7 +36,7 @@ from kernel.policy import SideEffectPolicy
 from kernel.tools import Tool, ToolRegistry
 from kernel.truncation import Truncation
 from kernel.types import GuardEvent, LLMResponse, Observation, RunResult, StepRecord, ToolCall, Usage
-from tracer.conventions import GuardRule, ParseStatus, StepKind, StopReason, ToolDecision
+from tracer.conventions import GuardRule, LLMPurpose, ParseStatus, StepKind, StopReason, ToolDecision
 from tracer.pricing import cost_usd
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,10 @@ FUNCTION_CALLING_FORMAT = (
     "Call a tool through the tool-calling interface with arguments that are a valid JSON object "
     "matching its schema, or reply with plain text (no tool call) to give the final answer."
 )
+
+
+# Steps that executed no tool and so brought the model no new information.
+_EMPTY_ROUND_KINDS = frozenset({StepKind.FORMAT_ERROR, StepKind.LOOP_GUARD})
 
 
 class _Stop(Exception):  # noqa: N818 - control flow, not an error
@@ -150,6 +154,7 @@ class Agent:
             watermark=compaction_watermark,
             min_elide_tokens=compaction_min_tokens,
             summariser=summariser,
+            budget_tokens=self.budget.context_watermark_tokens,
         )
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -312,12 +317,20 @@ class Agent:
                 self._on_final(state, record, call.response, parsed)
         finally:
             record.duration_s = time.monotonic() - t0
+            if record.kind in _EMPTY_ROUND_KINDS:  # nothing ran: compaction may drop it once old
+                state.context.mark_empty_round(index)
         return record
 
     async def _compact(self, state: RunState) -> list[Compaction]:
-        """Keep the prompt under the watermark (old long observations elided or summarised).
-        Bounded like an LLM call because a summariser usually is one."""
-        return await self._bounded(state, state.context.compact(), "context compaction")
+        """Keep the prompt under the watermark (old empty rounds dropped, old observations and
+        thoughts elided or summarised), in a `compact_context` span when it is over. Bounded like
+        an LLM call because a summariser usually is one."""
+        if not state.context.over_threshold():
+            return []
+        with telemetry.compact_span(state.context.policy.threshold_tokens) as span:
+            report = await self._bounded(state, state.context.compact_report(), "context compaction")
+            span.finish(report)
+        return report.done if report is not None else []
 
     async def _call_llm(self, state: RunState) -> LLMCall:
         """The LLM call, bounded by the remaining wall-clock time and the cancel event."""
@@ -327,7 +340,8 @@ class Agent:
         try:
             response = await self._bounded(
                 state,
-                telemetry.complete(self.llm, messages, tools, temperature=self.temperature, max_tokens=max_tokens),
+                telemetry.complete(self.llm, messages, tools, temperature=self.temperature, max_tokens=max_tokens,
+                                   purpose=LLMPurpose.STEP),
                 "the LLM call",
             )
         except LLMError as exc:  # LLMUnavailable, or a bare adapter's classified failure
@@ -359,7 +373,8 @@ class Agent:
         expected = EXPECTED_FORMAT if self.mode == "text" else FUNCTION_CALLING_FORMAT
         feedback = f"Your last reply could not be used: {parsed.error}\n\n{expected}"
         record.observation_text = feedback
-        state.context.add_assistant(response.text, [])  # broken calls are not replayed to the model
+        # broken calls are not replayed to the model
+        state.context.add_assistant(response.text, [], step=record.index)
         state.context.add_feedback(feedback)
         state.budget.record_parse(True)
         if state.budget.unparsable_exhausted():
@@ -371,7 +386,7 @@ class Agent:
     def _on_final(self, state: RunState, record: StepRecord, response: LLMResponse, parsed: ParsedOutput) -> None:
         refusal = state.guard.check_finish()
         record.answer = parsed.final_answer
-        state.context.add_assistant(response.text, [])
+        state.context.add_assistant(response.text, [], step=record.index)
         if refusal is not None:
             record.kind = StepKind.LOOP_GUARD
             record.observation_text = refusal
@@ -387,7 +402,8 @@ class Agent:
         self, state: RunState, record: StepRecord, response: LLMResponse, parsed: ParsedOutput
     ) -> None:
         record.calls = list(parsed.calls)
-        state.context.add_assistant(_assistant_text(response, record.calls, self.mode), record.calls)
+        state.context.add_assistant(_assistant_text(response, record.calls, self.mode), record.calls,
+                                    step=record.index, thought=parsed.thought)
         seen: list[tuple[ToolCall, str]] = []
         executed = 0
         try:

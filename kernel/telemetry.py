@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kernel.budgets import BudgetCheck
+from kernel.context import CompactionReport
 from kernel.llm.base import describe
 from kernel.llm.estimate import estimate_usage
 from kernel.llm.scope import (
@@ -518,6 +519,38 @@ def guard_event(event: GuardEvent) -> None:
         )
     except Exception:
         log.warning("steplens: could not record a loop-guard event", exc_info=True)
+
+
+# --------------------------------------------------------------------------------------------
+# compact_context
+# --------------------------------------------------------------------------------------------
+
+
+class CompactTrace(_Traced):
+    """`compact_context`: `finish(report)` records tokens before/after and counts per kind."""
+
+    __slots__ = ()
+
+    def finish(self, report: CompactionReport | None) -> None:
+        scope: spans.CompactScope | None = self._scope  # type: ignore[assignment]
+        if scope is None or report is None:
+            return
+        try:
+            scope.finish(tokens_before=report.tokens_before, tokens_after=report.tokens_after,
+                         dropped=report.counts(), summarised=report.summarised)
+        except Exception:
+            log.warning("steplens: could not record a compaction on its span", exc_info=True)
+
+
+def compact_span(threshold_tokens: int) -> CompactTrace:
+    """One compaction of the prompt, under the current step; a summariser's chat spans nest in it."""
+    if not _on():
+        return CompactTrace(None)
+    try:
+        return CompactTrace(spans.compact_span(threshold_tokens=threshold_tokens))
+    except Exception:
+        log.warning("steplens: could not start a compaction span", exc_info=True)
+        return CompactTrace(None)
 
 
 # --------------------------------------------------------------------------------------------
