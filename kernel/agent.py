@@ -33,9 +33,10 @@ from kernel.llm.base import describe
 from kernel.loop_guard import LoopGuard, LoopGuardSession
 from kernel.parsing import EXPECTED_FORMAT, ParsedOutput, parse_response
 from kernel.policy import SideEffectPolicy
+from kernel.summarise import accounted_by
 from kernel.tools import Tool, ToolRegistry
 from kernel.truncation import Truncation
-from kernel.types import GuardEvent, LLMResponse, Observation, RunResult, StepRecord, ToolCall, Usage
+from kernel.types import GuardEvent, LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall, Usage
 from tracer.conventions import GuardRule, LLMPurpose, ParseStatus, StepKind, StopReason, ToolDecision
 from tracer.pricing import cost_usd
 
@@ -327,7 +328,10 @@ class Agent:
         an LLM call because a summariser usually is one."""
         if not state.context.over_threshold():
             return []
-        with telemetry.compact_span(state.context.policy.threshold_tokens) as span:
+        with (
+            telemetry.compact_span(state.context.policy.threshold_tokens) as span,
+            accounted_by(lambda llm, messages, response: self._account(state, llm, messages, None, response)),
+        ):
             report = await self._bounded(state, state.context.compact_report(), "context compaction")
             span.finish(report)
         return report.done if report is not None else []
@@ -348,21 +352,29 @@ class Agent:
             raise _Stop(StopReason.LLM_UNAVAILABLE, f"{exc.error_type}: {exc.message}") from exc
         if not isinstance(response, LLMResponse):
             raise TypeError(f"LLM returned {type(response).__name__}, not LLMResponse")
-        default_model, default_provider = describe(self.llm)
-        model = response.model or default_model
-        usage = response.usage if response.usage is not None else estimate_usage(messages, tools, response)
-        price = cost_usd(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
-        state.note_model(model, priced=price is not None)
-        state.budget.add_usage(usage)
-        state.budget.add_cost(price or 0.0)
+        usage, price, model = self._account(state, self.llm, messages, tools, response)
         return LLMCall(
             response=response,
             usage=usage,
             cost_usd=price or 0.0,
             model=model,
-            provider=response.provider or default_provider,
+            provider=response.provider or describe(self.llm)[1],
             max_tokens=max_tokens,
         )
+
+    @staticmethod
+    def _account(
+        state: RunState, llm: LLM, messages: list[Message], tools: list[dict] | None, response: LLMResponse
+    ) -> tuple[Usage, float | None, str]:
+        """Count one LLM response against the run's budget (steps' calls and compaction
+        summaries alike): (usage, price or None when the model is unpriced, model)."""
+        model = response.model or describe(llm)[0]
+        usage = response.usage if response.usage is not None else estimate_usage(messages, tools, response)
+        price = cost_usd(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+        state.note_model(model, priced=price is not None)
+        state.budget.add_usage(usage)
+        state.budget.add_cost(price or 0.0)
+        return usage, price, model
 
     # ---- what the model said ----------------------------------------------------------------
 

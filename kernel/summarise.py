@@ -4,15 +4,34 @@ Why a helper rather than asking users to write the callback: the summary call mu
 `summary` (so a `Router` can send it to a cheap model, and its chat span shows what it was for),
 and it must go through `kernel.telemetry.complete` so that span nests under `compact_context`.
 A failure raises, and `Context` then falls back to the elision marker and records the error.
+The run that compacts (`Agent._compact`) installs an accountant with `accounted_by`, so a
+summary's tokens and cost count against the run's budget like any other call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from kernel import telemetry
 from kernel.context import Summariser
 from kernel.llm.base import LLM
-from kernel.types import Message
+from kernel.types import LLMResponse, Message
 from tracer.conventions import LLMPurpose
+
+Accountant = Callable[[LLM, list[Message], LLMResponse], None]
+_ACCOUNTANT: ContextVar[Accountant | None] = ContextVar("steplens_summary_accountant", default=None)
+
+
+@contextmanager
+def accounted_by(accountant: Accountant) -> Iterator[None]:
+    """Summaries made inside are reported to `accountant(llm, messages, response)`."""
+    token = _ACCOUNTANT.set(accountant)
+    try:
+        yield
+    finally:
+        _ACCOUNTANT.reset(token)
 
 SUMMARY_INSTRUCTIONS = (
     "Summarise this tool output for an agent that will keep working on its task. Keep every "
@@ -31,6 +50,9 @@ def llm_summariser(
         response = await telemetry.complete(
             llm, messages, None, temperature=0.0, max_tokens=max_tokens, purpose=LLMPurpose.SUMMARY
         )
+        accountant = _ACCOUNTANT.get()
+        if accountant is not None and isinstance(response, LLMResponse):
+            accountant(llm, messages, response)
         return response.text or ""
 
     return summarise
