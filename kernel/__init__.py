@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Context": "kernel.context",
     "ContextPolicy": "kernel.context",
     "Compaction": "kernel.context",
+    "llm_summariser": "kernel.summarise",
     # tools and policies
     "Tool": "kernel.tools",
     "ToolRegistry": "kernel.tools",
@@ -43,6 +44,9 @@ _EXPORTS: dict[str, str] = {
     "LLMUnavailable": "kernel.llm",
     "ScriptedLLM": "kernel.llm",
     "Delayed": "kernel.llm",
+    "Router": "kernel.llm",
+    "Route": "kernel.llm",
+    "LLMPurpose": "tracer.conventions",
     # data model
     "Message": "kernel.types",
     "ToolCall": "kernel.types",
@@ -89,6 +93,7 @@ __all__ = [
     "LLM",
     "LLMCall",
     "LLMError",
+    "LLMPurpose",
     "LLMResponse",
     "LLMUnavailable",
     "LongTermMemory",
@@ -101,6 +106,8 @@ __all__ = [
     "Message",
     "Observation",
     "PolicyDecision",
+    "Route",
+    "Router",
     "RunResult",
     "RunState",
     "SQLiteMemoryStore",
@@ -116,6 +123,7 @@ __all__ = [
     "Usage",
     "embedding_scorer",
     "lexical_score",
+    "llm_summariser",
     "tool",
 ]
 
@@ -137,7 +145,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
     from kernel.agent import DEFAULT_SYSTEM_PROMPT, Agent, LLMCall, RunState
     from kernel.budgets import Budget, BudgetCheck, BudgetLine, BudgetTracker
     from kernel.context import Compaction, Context, ContextPolicy
-    from kernel.llm import LLM, Delayed, LLMError, LLMUnavailable, ScriptedLLM
+    from kernel.llm import LLM, Delayed, LLMError, LLMUnavailable, Route, Router, ScriptedLLM
     from kernel.loop_guard import LoopGuard, LoopVerdict
     from kernel.mcp import MCPToolOptions, MCPToolSource
     from kernel.memory import (
@@ -158,6 +166,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         Shadow,
         SideEffectPolicy,
     )
+    from kernel.summarise import llm_summariser
     from kernel.tools import Tool, ToolRegistry, tool
     from kernel.types import (
         GuardEvent,
@@ -169,4 +178,4 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         ToolCall,
         Usage,
     )
-    from tracer.conventions import GuardRule, StepKind, StopReason
+    from tracer.conventions import GuardRule, LLMPurpose, StepKind, StopReason

@@ -35,10 +35,11 @@ from kernel.memory import LongTermMemory, memory_scope
 from kernel.observations import READ_TOOL_NAME, BigObservations, ObservationStore
 from kernel.parsing import EXPECTED_FORMAT, ParsedOutput, parse_response
 from kernel.policy import SideEffectPolicy
+from kernel.summarise import accounted_by
 from kernel.tools import Tool, ToolRegistry
 from kernel.truncation import Truncation
-from kernel.types import GuardEvent, LLMResponse, Observation, RunResult, StepRecord, ToolCall, Usage
-from tracer.conventions import GuardRule, ParseStatus, StepKind, StopReason, ToolDecision
+from kernel.types import GuardEvent, LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall, Usage
+from tracer.conventions import GuardRule, LLMPurpose, ParseStatus, StepKind, StopReason, ToolDecision
 from tracer.pricing import cost_usd
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,10 @@ FUNCTION_CALLING_FORMAT = (
     "Call a tool through the tool-calling interface with arguments that are a valid JSON object "
     "matching its schema, or reply with plain text (no tool call) to give the final answer."
 )
+
+
+# Steps that executed no tool and so brought the model no new information.
+_EMPTY_ROUND_KINDS = frozenset({StepKind.FORMAT_ERROR, StepKind.LOOP_GUARD})
 
 
 class _Stop(Exception):  # noqa: N818 - control flow, not an error
@@ -161,6 +166,7 @@ class Agent:
             watermark=compaction_watermark,
             min_elide_tokens=compaction_min_tokens,
             summariser=summariser,
+            budget_tokens=self.budget.context_watermark_tokens,
         )
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -344,12 +350,23 @@ class Agent:
                 self._on_final(state, record, call.response, parsed)
         finally:
             record.duration_s = time.monotonic() - t0
+            if record.kind in _EMPTY_ROUND_KINDS:  # nothing ran: compaction may drop it once old
+                state.context.mark_empty_round(index)
         return record
 
     async def _compact(self, state: RunState) -> list[Compaction]:
-        """Keep the prompt under the watermark (old long observations elided or summarised).
-        Bounded like an LLM call because a summariser usually is one."""
-        return await self._bounded(state, state.context.compact(), "context compaction")
+        """Keep the prompt under the watermark (old empty rounds dropped, old observations and
+        thoughts elided or summarised), in a `compact_context` span when it is over. Bounded like
+        an LLM call because a summariser usually is one."""
+        if not state.context.over_threshold():
+            return []
+        with (
+            telemetry.compact_span(state.context.policy.threshold_tokens) as span,
+            accounted_by(lambda llm, messages, response: self._account(state, llm, messages, None, response)),
+        ):
+            report = await self._bounded(state, state.context.compact_report(), "context compaction")
+            span.finish(report)
+        return report.done if report is not None else []
 
     async def _call_llm(self, state: RunState) -> LLMCall:
         """The LLM call, bounded by the remaining wall-clock time and the cancel event."""
@@ -359,28 +376,37 @@ class Agent:
         try:
             response = await self._bounded(
                 state,
-                telemetry.complete(self.llm, messages, tools, temperature=self.temperature, max_tokens=max_tokens),
+                telemetry.complete(self.llm, messages, tools, temperature=self.temperature, max_tokens=max_tokens,
+                                   purpose=LLMPurpose.STEP),
                 "the LLM call",
             )
         except LLMError as exc:  # LLMUnavailable, or a bare adapter's classified failure
             raise _Stop(StopReason.LLM_UNAVAILABLE, f"{exc.error_type}: {exc.message}") from exc
         if not isinstance(response, LLMResponse):
             raise TypeError(f"LLM returned {type(response).__name__}, not LLMResponse")
-        default_model, default_provider = describe(self.llm)
-        model = response.model or default_model
-        usage = response.usage if response.usage is not None else estimate_usage(messages, tools, response)
-        price = cost_usd(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
-        state.note_model(model, priced=price is not None)
-        state.budget.add_usage(usage)
-        state.budget.add_cost(price or 0.0)
+        usage, price, model = self._account(state, self.llm, messages, tools, response)
         return LLMCall(
             response=response,
             usage=usage,
             cost_usd=price or 0.0,
             model=model,
-            provider=response.provider or default_provider,
+            provider=response.provider or describe(self.llm)[1],
             max_tokens=max_tokens,
         )
+
+    @staticmethod
+    def _account(
+        state: RunState, llm: LLM, messages: list[Message], tools: list[dict] | None, response: LLMResponse
+    ) -> tuple[Usage, float | None, str]:
+        """Count one LLM response against the run's budget (steps' calls and compaction
+        summaries alike): (usage, price or None when the model is unpriced, model)."""
+        model = response.model or describe(llm)[0]
+        usage = response.usage if response.usage is not None else estimate_usage(messages, tools, response)
+        price = cost_usd(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+        state.note_model(model, priced=price is not None)
+        state.budget.add_usage(usage)
+        state.budget.add_cost(price or 0.0)
+        return usage, price, model
 
     # ---- what the model said ----------------------------------------------------------------
 
@@ -391,7 +417,8 @@ class Agent:
         expected = EXPECTED_FORMAT if self.mode == "text" else FUNCTION_CALLING_FORMAT
         feedback = f"Your last reply could not be used: {parsed.error}\n\n{expected}"
         record.observation_text = feedback
-        state.context.add_assistant(response.text, [])  # broken calls are not replayed to the model
+        # broken calls are not replayed to the model
+        state.context.add_assistant(response.text, [], step=record.index)
         state.context.add_feedback(feedback)
         state.budget.record_parse(True)
         if state.budget.unparsable_exhausted():
@@ -403,7 +430,7 @@ class Agent:
     def _on_final(self, state: RunState, record: StepRecord, response: LLMResponse, parsed: ParsedOutput) -> None:
         refusal = state.guard.check_finish()
         record.answer = parsed.final_answer
-        state.context.add_assistant(response.text, [])
+        state.context.add_assistant(response.text, [], step=record.index)
         if refusal is not None:
             record.kind = StepKind.LOOP_GUARD
             record.observation_text = refusal
@@ -419,7 +446,8 @@ class Agent:
         self, state: RunState, record: StepRecord, response: LLMResponse, parsed: ParsedOutput
     ) -> None:
         record.calls = list(parsed.calls)
-        state.context.add_assistant(_assistant_text(response, record.calls, self.mode), record.calls)
+        state.context.add_assistant(_assistant_text(response, record.calls, self.mode), record.calls,
+                                    step=record.index, thought=parsed.thought)
         seen: list[tuple[ToolCall, str]] = []
         executed = 0
         try:

@@ -36,6 +36,12 @@ class Budget(BaseModel):
     max_consecutive_errors: int | None = Field(default=3, ge=1)
     # How many unparsable model outputs in a row are tolerated before `unparsable_exhausted`.
     max_consecutive_unparsable: int | None = Field(default=3, ge=1)
+    # Not a stop: the prompt size past which the loop compacts the context before an LLM call
+    # (kernel/context.py). Every step re-sends the whole prompt, so a run's input cost grows with
+    # the square of its length; 32k tokens keeps a long run's calls cheap and fits every current
+    # model's window, while leaving room for a few full observations (2,000 tokens each by default).
+    # None: only the agent's relative watermark (compaction_watermark x context_limit_tokens) applies.
+    context_watermark_tokens: int | None = Field(default=32_000, ge=1)
 
 
 class BudgetLine(BaseModel):

@@ -25,9 +25,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kernel.budgets import BudgetCheck
+from kernel.context import CompactionReport
 from kernel.llm.base import describe
 from kernel.llm.estimate import estimate_usage
-from kernel.llm.scope import AttemptRequest, NullAttemptScope, current_attempt_request
+from kernel.llm.scope import (
+    AttemptRequest,
+    NullAttemptScope,
+    call_labels,
+    current_attempt_request,
+    current_call_labels,
+)
 from kernel.truncation import Truncation, truncate_observation
 from kernel.types import GuardEvent, LLMResponse, Message, Observation, RunResult, StepRecord, ToolCall
 from tracer import conventions as c
@@ -363,6 +370,7 @@ class ChatAttempt(_Traced):
 def _open_chat(
     *, model: str, provider: str, attempt: int, fallback_from: str | None, request: AttemptRequest | None
 ) -> ChatAttempt:
+    labels = current_call_labels()
     try:
         scope = spans.chat_span(
             model=model,
@@ -372,6 +380,9 @@ def _open_chat(
             temperature=request.temperature if request else None,
             max_tokens=request.max_tokens if request else None,
             input_messages=request.messages if request else None,
+            purpose=labels.purpose,
+            route_rule=labels.route_rule,
+            route_model=labels.route_model,
         )
     except Exception:
         log.warning("steplens: could not start a chat span", exc_info=True)
@@ -396,17 +407,26 @@ async def complete(
     *,
     temperature: float | None,
     max_tokens: int | None,
+    purpose: str = c.LLMPurpose.STEP,
 ) -> LLMResponse:
     """`llm.complete(...)`, in one chat span unless the LLM opens its own per attempt
-    (`emits_chat_spans`, e.g. ResilientLLM): a plain adapter still gets one span per call."""
-    if getattr(llm, "emits_chat_spans", False) or not _chat_on():
-        return await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)
-    model, provider = describe(llm)
-    request = AttemptRequest(messages, tools, temperature, max_tokens)
-    with _open_chat(model=model, provider=provider, attempt=1, fallback_from=None, request=request) as chat:
-        response = await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)
-        chat.record_response(response)
-    return response
+    (`emits_chat_spans`, e.g. ResilientLLM): a plain adapter still gets one span per call.
+
+    `purpose` (conventions.LLMPurpose) goes on every chat span of the call, and to the LLM itself
+    when it routes on it (`routes_by_purpose`, e.g. Router); plain adapters never see it, so the
+    `LLM` protocol stays what it is."""
+    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    if getattr(llm, "routes_by_purpose", False):
+        kwargs["purpose"] = str(purpose)
+    with call_labels(purpose=str(purpose)):
+        if getattr(llm, "emits_chat_spans", False) or not _chat_on():
+            return await llm.complete(messages, tools, **kwargs)
+        model, provider = describe(llm)
+        request = AttemptRequest(messages, tools, temperature, max_tokens)
+        with _open_chat(model=model, provider=provider, attempt=1, fallback_from=None, request=request) as chat:
+            response = await llm.complete(messages, tools, **kwargs)
+            chat.record_response(response)
+        return response
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,6 +519,38 @@ def guard_event(event: GuardEvent) -> None:
         )
     except Exception:
         log.warning("steplens: could not record a loop-guard event", exc_info=True)
+
+
+# --------------------------------------------------------------------------------------------
+# compact_context
+# --------------------------------------------------------------------------------------------
+
+
+class CompactTrace(_Traced):
+    """`compact_context`: `finish(report)` records tokens before/after and counts per kind."""
+
+    __slots__ = ()
+
+    def finish(self, report: CompactionReport | None) -> None:
+        scope: spans.CompactScope | None = self._scope  # type: ignore[assignment]
+        if scope is None or report is None:
+            return
+        try:
+            scope.finish(tokens_before=report.tokens_before, tokens_after=report.tokens_after,
+                         dropped=report.counts(), summarised=report.summarised)
+        except Exception:
+            log.warning("steplens: could not record a compaction on its span", exc_info=True)
+
+
+def compact_span(threshold_tokens: int) -> CompactTrace:
+    """One compaction of the prompt, under the current step; a summariser's chat spans nest in it."""
+    if not _on():
+        return CompactTrace(None)
+    try:
+        return CompactTrace(spans.compact_span(threshold_tokens=threshold_tokens))
+    except Exception:
+        log.warning("steplens: could not start a compaction span", exc_info=True)
+        return CompactTrace(None)
 
 
 # --------------------------------------------------------------------------------------------

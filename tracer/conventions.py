@@ -139,6 +139,7 @@ SPAN_BUDGET_CHECK = "budget_check"
 SPAN_CHAT = "chat {model}"
 SPAN_TOOL = "execute_tool {tool}"
 SPAN_TRUNCATE = "truncate_observation"
+SPAN_COMPACT = "compact_context"  # one context compaction before an LLM call (kernel/context.py)
 
 # gen_ai.operation.name values
 OP_INVOKE_AGENT = "invoke_agent"
@@ -564,3 +565,45 @@ TOOL_RESULT_SIZE_CHARS = "steplens.tool.result.size_chars"  # the full result's 
 TOOL_RESULT_SAVED_ASIDE = "steplens.tool.result.saved_aside"  # true: the model got the head and a marker
 TOOL_RESULT_REF = "steplens.tool.result.ref"  # the reference the read tool pages the rest by
 TOOL_RESULT_SHOWN_CHARS = "steplens.tool.result.shown_chars"  # how much of it the model saw at once
+
+
+# --------------------------------------------------------------------------------------------
+# What an LLM call is for, and which routing rule chose its model (chat span; kernel/llm/router.py)
+# --------------------------------------------------------------------------------------------
+
+
+class LLMPurpose(StrEnum):
+    """Why the kernel called the model; every call site names one so a Router can route on it."""
+
+    STEP = "step"  # a ReAct step, or plan-and-execute's solver
+    PLAN = "plan"  # the first plan of plan-and-execute
+    REPLAN = "replan"  # a plan revision
+    SUMMARY = "summary"  # summarising old context during compaction
+    JUDGE = "judge"  # grading another call's output (an LLM judge)
+
+
+LLM_PURPOSE = "steplens.llm.purpose"  # on every chat span the kernel emits
+LLM_ROUTE_RULE = "steplens.llm.route.rule"  # the Router rule that picked the model, or "default"
+LLM_ROUTE_MODEL = "steplens.llm.route.model"  # the model the Router picked (before any fallback)
+ROUTE_DEFAULT = "default"  # LLM_ROUTE_RULE when no rule matched
+
+
+# --------------------------------------------------------------------------------------------
+# compact_context span: one compaction of the prompt (kernel/context.py; design.md §2)
+# --------------------------------------------------------------------------------------------
+
+
+class CompactedKind(StrEnum):
+    """What a compaction shortened or dropped."""
+
+    OBSERVATION = "observation"  # an old tool result, replaced by a marker or a summary
+    THOUGHT = "thought"  # an old reasoning text, replaced by a marker (the action stays)
+    EMPTY_ROUND = "empty_round"  # an old round with no executed tool call and no new information
+
+
+COMPACT_THRESHOLD_TOKENS = "steplens.compact.threshold_tokens"  # the watermark that triggered it
+COMPACT_TOKENS_BEFORE = "steplens.compact.tokens_before"
+COMPACT_TOKENS_AFTER = "steplens.compact.tokens_after"
+COMPACT_SUMMARISED = "steplens.compact.summarised"  # observations replaced by a summary, not a marker
+COMPACT_DROPPED_PREFIX = "steplens.compact.dropped."  # + CompactedKind value: how many of each
+COMPACT_DROPPED = {kind: COMPACT_DROPPED_PREFIX + kind.value for kind in CompactedKind}

@@ -420,6 +420,39 @@ def truncate_span(*, limit_tokens: int, input_tokens: int | None = None) -> Trun
 
 
 # --------------------------------------------------------------------------------------------
+# compact_context (one per compaction of the prompt)
+# --------------------------------------------------------------------------------------------
+
+
+class CompactScope(SpanScope):
+    """A compaction; what it achieved is known only when it ends (`finish`)."""
+
+    __slots__ = ()
+
+    def finish(self, *, tokens_before: int, tokens_after: int, dropped: Mapping[str, int], summarised: int) -> None:
+        """Tokens of the whole prompt before/after, and how many items of each
+        `conventions.CompactedKind` were shortened or dropped (every kind, zeros included)."""
+        if not self.recording:
+            return
+        attrs: dict[str, Any] = {
+            c.COMPACT_TOKENS_BEFORE: _int(tokens_before),
+            c.COMPACT_TOKENS_AFTER: _int(tokens_after),
+            c.COMPACT_SUMMARISED: _int(summarised),
+        }
+        for kind, key in c.COMPACT_DROPPED.items():
+            attrs[key] = _int(dropped.get(kind.value, 0))
+        _set(self.span, attrs)
+
+
+def compact_span(*, threshold_tokens: int) -> CompactScope:
+    """`compact_context`: the prompt passed the watermark; a summariser's LLM calls nest under it."""
+    scope = CompactScope(_start(c.SPAN_COMPACT, _INTERNAL))
+    if scope.recording:
+        _set(scope.span, {c.COMPACT_THRESHOLD_TOKENS: _int(threshold_tokens)})
+    return scope
+
+
+# --------------------------------------------------------------------------------------------
 # chat (one per LLM attempt)
 # --------------------------------------------------------------------------------------------
 
@@ -511,8 +544,13 @@ def chat_span(
     temperature: float | None = None,
     max_tokens: int | None = None,
     input_messages: Iterable[Any] | None = None,
+    purpose: str | None = None,
+    route_rule: str | None = None,
+    route_model: str | None = None,
 ) -> ChatScope:
-    """`chat {model}` (CLIENT): one LLM attempt. Messages: kernel `Message`s or OpenAI-shaped dicts."""
+    """`chat {model}` (CLIENT): one LLM attempt. Messages: kernel `Message`s or OpenAI-shaped dicts.
+    `purpose` is what the call is for (conventions.LLMPurpose); `route_rule`/`route_model` say which
+    Router rule picked which model, so a trace shows why this model answered."""
     scope = ChatScope(_start(_CHAT_PREFIX + str(model), _CLIENT), model, provider)
     if scope.recording:
         attrs: dict[str, Any] = {
@@ -528,6 +566,12 @@ def chat_span(
             attrs[c.GEN_AI_REQUEST_TEMPERATURE] = _float(temperature)
         if max_tokens is not None:
             attrs[c.GEN_AI_REQUEST_MAX_TOKENS] = _int(max_tokens)
+        if purpose:
+            attrs[c.LLM_PURPOSE] = _val(purpose)
+        if route_rule:
+            attrs[c.LLM_ROUTE_RULE] = str(route_rule)
+        if route_model:
+            attrs[c.LLM_ROUTE_MODEL] = str(route_model)
         if input_messages is not None:
             policy = _state.policy()
             if policy.capture:

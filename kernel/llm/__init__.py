@@ -8,7 +8,7 @@ from kernel.llm.estimate import estimate_tokens, estimate_usage
 from kernel.llm.openai_compat import OpenAICompatLLM
 from kernel.llm.replay import ReplayExhausted, ReplayLLM
 from kernel.llm.resilient import CompletionOutcome, ResilientLLM
-from kernel.llm.router import Router
+from kernel.llm.router import Route, Router
 from kernel.llm.scope import (
     AttemptRequest,
     AttemptScope,
@@ -32,6 +32,7 @@ __all__ = [
     "ReplayExhausted",
     "ReplayLLM",
     "ResilientLLM",
+    "Route",
     "Router",
     "ScopeFactory",
     "ScriptExhausted",

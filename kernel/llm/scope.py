@@ -55,6 +55,38 @@ def attempt_request(request: AttemptRequest) -> Iterator[None]:
         _CURRENT_REQUEST.reset(token)
 
 
+@dataclass(frozen=True)
+class CallLabels:
+    """What a chat span says about why this model answered: the call's purpose (conventions.
+    LLMPurpose) and, when a `Router` chose the model, the rule's name and the model it picked.
+    Carried in a context variable so it reaches spans opened deep inside ResilientLLM."""
+
+    purpose: str | None = None
+    route_rule: str | None = None
+    route_model: str | None = None
+
+
+_NO_LABELS = CallLabels()
+_CURRENT_LABELS: ContextVar[CallLabels | None] = ContextVar("steplens_call_labels", default=None)
+
+
+def current_call_labels() -> CallLabels:
+    """The labels of the LLM call in progress (empty outside one)."""
+    return _CURRENT_LABELS.get() or _NO_LABELS
+
+
+@contextmanager
+def call_labels(**changes: str | None) -> Iterator[CallLabels]:
+    """Set some labels for the calls made inside; the others keep their current value."""
+    current = current_call_labels()
+    labels = CallLabels(**{**current.__dict__, **changes})
+    token = _CURRENT_LABELS.set(labels)
+    try:
+        yield labels
+    finally:
+        _CURRENT_LABELS.reset(token)
+
+
 class AttemptScope(Protocol):
     def record_response(self, resp: LLMResponse) -> None: ...
 

@@ -54,7 +54,7 @@ from kernel.tokens import estimate_messages_tokens
 from kernel.tools import Tool, ToolRegistry
 from kernel.types import StepRecord
 from tracer import spans
-from tracer.conventions import ACTION_FINISH, ReplanVerdict, StepKind, StopReason
+from tracer.conventions import ACTION_FINISH, LLMPurpose, ReplanVerdict, StepKind, StopReason
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,8 @@ class PlanAndExecuteAgent:
         messages = plan_messages(st.goal, self.tools)
         with spans.plan_span(self.name) as span:
             for _ in range(self.max_plan_attempts):
-                call = await call_llm(self.llm, st, messages, temperature=self.temperature, max_tokens=self.max_tokens)
+                call = await call_llm(self.llm, st, messages, temperature=self.temperature, max_tokens=self.max_tokens,
+                                      purpose=LLMPurpose.PLAN)
                 try:
                     plan = first_plan(parse_plan_draft(call.response.text), st.ids)
                     problems = check_plan(plan, st.variables, self.tools)
@@ -265,7 +266,7 @@ class PlanAndExecuteAgent:
                 else:
                     breakers.replans += 1
                     call = await call_llm(self.llm, st, messages, temperature=self.temperature,
-                                          max_tokens=self.max_tokens)
+                                          max_tokens=self.max_tokens, purpose=LLMPurpose.REPLAN)
                     rec.input_tokens, rec.output_tokens = call.usage.input_tokens, call.usage.output_tokens
                     try:
                         draft = parse_plan_draft(call.response.text)
@@ -337,7 +338,8 @@ class PlanAndExecuteAgent:
         record = StepRecord(index=index, kind=StepKind.FINISH, started_at=time.time(), plan_version=st.plan.version)
         t0 = time.monotonic()
         with spans.step_span(index, plan_version=st.plan.version) as span:
-            call = await call_llm(self.llm, st, messages, temperature=self.temperature, max_tokens=self.max_tokens)
+            call = await call_llm(self.llm, st, messages, temperature=self.temperature, max_tokens=self.max_tokens,
+                                  purpose=LLMPurpose.STEP)
             answer = (call.response.text or "").strip()
             unstated = [line for x, line in zip(missing_ids, missing, strict=True) if x not in answer]
             if unstated:  # the solver glossed over the gap: state it ourselves, plainly

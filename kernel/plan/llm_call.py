@@ -15,7 +15,7 @@ from kernel.llm import LLM, LLMError, classify_exception, estimate_usage
 from kernel.llm.base import describe
 from kernel.plan.state import PlanStop, RunState
 from kernel.types import LLMResponse, Message, Usage
-from tracer.conventions import StopReason
+from tracer.conventions import LLMPurpose, StopReason
 from tracer.pricing import cost_usd
 
 
@@ -34,8 +34,10 @@ async def call_llm(
     *,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    purpose: LLMPurpose = LLMPurpose.STEP,
 ) -> CallResult:
-    """Complete `messages`; LLM failures and the run's wall clock become `PlanStop`."""
+    """Complete `messages`; LLM failures and the run's wall clock become `PlanStop`. `purpose`
+    (plan, replan, or step for the solver) lets a Router pick the model and goes on the chat span."""
     st.checkpoint()
     model, _ = describe(llm)
     remaining_out = st.budget.remaining_output_tokens()
@@ -43,7 +45,8 @@ async def call_llm(
         max_tokens = remaining_out if max_tokens is None else min(max_tokens, remaining_out)
     try:
         async with asyncio.timeout(st.budget.remaining_seconds()):
-            response = await telemetry.complete(llm, messages, None, temperature=temperature, max_tokens=max_tokens)
+            response = await telemetry.complete(llm, messages, None, temperature=temperature, max_tokens=max_tokens,
+                                                  purpose=purpose)
     except TimeoutError:
         raise PlanStop(StopReason.TIMEOUT, "wall-clock budget ran out during an LLM call") from None
     except asyncio.CancelledError:

@@ -112,6 +112,7 @@ async def test_successful_run_attributes_are_exact(memory_handle) -> None:
         c.GEN_AI_REQUEST_TEMPERATURE: 0.2,
         c.GEN_AI_REQUEST_MAX_TOKENS: 300,
         c.LLM_ATTEMPT: 1,
+        c.LLM_PURPOSE: "step",
         c.GEN_AI_USAGE_INPUT_TOKENS: 1000,
         c.GEN_AI_USAGE_OUTPUT_TOKENS: 20,
         c.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",),
