@@ -12,6 +12,7 @@ from kernel.agent import Agent
 from kernel.budgets import Budget
 from kernel.handoff import HandoffPolicy
 from kernel.llm import ScriptedLLM
+from tests.ingest.api.sql_helpers import rows
 from tests.support.scripted_runs import act, add, final
 from tracer import conventions as c
 from tracer.conventions import HandoffReason, StopReason
@@ -74,3 +75,7 @@ async def test_handoffs_reach_run_rows_and_the_overview_rate(ingest_server) -> N
     assert rates["desk", "2"]["reasons"] == {"max_steps": 1}
     assert [h["version"] for h in overview["handoffs"]] == ["2", "1"]  # most runs first
     assert sum(b["handoff_runs"] for b in overview["series"]) == 2
+    sql = ("SELECT version, handoff_reason, handoff_target, count(*) FROM runs WHERE agent = 'desk' "
+           "GROUP BY ALL ORDER BY version, handoff_reason NULLS FIRST")
+    assert rows(ingest_server.http_url, sql) == [["1", None, None, 1], ["1", "escalation", "tier-2", 1],
+                                                 ["2", None, None, 3], ["2", "max_steps", "tier-2", 1]]
