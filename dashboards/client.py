@@ -27,6 +27,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 
 from dashboards.alerts_models import AlertEvents, Alerts, Regressions
 from dashboards.approvals_models import Approval, Approvals
+from dashboards.budget_models import BudgetAdvice
 from dashboards.config import UISettings
 from dashboards.datasets_models import DatasetSaved
 from dashboards.evaluators_models import Evaluators
@@ -179,6 +180,9 @@ class QueryClient:
 
     def overview(self, filters: Filters = Filters()) -> Overview:
         return self._model(Overview, "/api/overview", filters.params())
+
+    def budget_advice(self, filters: Filters = Filters()) -> BudgetAdvice:
+        return self._model(BudgetAdvice, "/api/budget-advice", filters.params())
 
     def runs(
         self,

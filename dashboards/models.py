@@ -175,6 +175,19 @@ class Aggregates(_Model):
     llm_calls: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
+    handoff_runs: int = 0
+    handoff_rate: float | None = None
+
+
+class HandoffRate(_Model):
+    """Hand-off rate of one agent version (GET /api/overview `handoffs`)."""
+
+    agent: str | None = None
+    version: str | None = None
+    runs: int = 0
+    handoff_runs: int = 0
+    handoff_rate: float = 0.0
+    reasons: dict[str, int] = Field(default_factory=dict)
 
 
 class Bucket(Aggregates):
@@ -203,6 +216,7 @@ class Overview(_Model):
     totals: Aggregates = Field(default_factory=Aggregates)
     stop_reasons: list[StopReasonCount] = Field(default_factory=list)
     series: list[Bucket] = Field(default_factory=list)
+    handoffs: list[HandoffRate] = Field(default_factory=list)
     scores: list[ScoreAggregate] = Field(default_factory=list)
 
 

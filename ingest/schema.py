@@ -857,6 +857,22 @@ CREATE TABLE IF NOT EXISTS evaluations (
 )
 """
 
+# Runs handed to a human (kernel/handoff.py, design.md §2 "Hand-off"): why and to whom, from the run
+# span's steplens.run.handoff.* attributes; NULL reason = not handed off. Stored runs are read back
+# from their root span's attributes once, so the hand-off rate covers what was already kept.
+RUNS_HANDOFF = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS handoff_reason VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS handoff_target VARCHAR",
+    f"""
+    UPDATE runs SET
+        handoff_reason = json_extract_string(s.attributes, '$."{c.RUN_HANDOFF_REASON}"'),
+        handoff_target = json_extract_string(s.attributes, '$."{c.RUN_HANDOFF_TARGET}"')
+    FROM spans s
+    WHERE s.project = runs.project AND s.trace_id = runs.trace_id AND s.span_id = runs.root_span_id
+        AND json_extract_string(s.attributes, '$."{c.RUN_HANDOFF_REASON}"') IS NOT NULL
+    """,
+]
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -881,4 +897,5 @@ MIGRATIONS: list[list[str]] = [
     [DATASETS_DDL, DATASET_CASES_DDL],  # datasets of eval cases made from stored runs
     QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
     [EVALUATIONS_DDL],  # online evaluators: the outcome of each (rule, run) evaluation
+    RUNS_HANDOFF,  # runs handed to a human: hand-off reason and target from the run span
 ]

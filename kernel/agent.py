@@ -28,6 +28,7 @@ from kernel import telemetry
 from kernel.budgets import Budget, BudgetCheck, BudgetTracker
 from kernel.context import Compaction, Context, ContextPolicy, Summariser
 from kernel.dispatch import dispatch
+from kernel.handoff import HandoffPolicy, hand_off
 from kernel.llm import LLM, LLMError, estimate_usage
 from kernel.llm.base import describe
 from kernel.loop_guard import LoopGuard, LoopGuardSession
@@ -142,6 +143,7 @@ class Agent:
         agent_id: str | None = None,
         memory: LongTermMemory | None = None,
         big_observations: BigObservations | None = None,
+        handoff: HandoffPolicy | None = None,
     ) -> None:
         if mode not in ("text", "function_calling"):
             raise ValueError(f"mode must be 'text' or 'function_calling', not {mode!r}")
@@ -155,6 +157,8 @@ class Agent:
         self.agent_id = agent_id if agent_id is not None else f"{name}@{version}"
         self.llm = llm
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools or ())
+        self.handoff = handoff
+        self._add_escalation_tool()
         self.system_prompt = system_prompt
         self.budget = budget or Budget()
         self.policy = policy
@@ -191,6 +195,7 @@ class Agent:
         `RunResult.trace_id` is its id (None while tracing is off)."""
         with telemetry.run_span(self, task, conversation_id, user_id) as span:
             result = await self._run(task, conversation_id, user_id, cancel)
+            await hand_off(self.handoff, result)
             span.finish(result)
         result.trace_id = span.trace_id
         return result
@@ -252,6 +257,18 @@ class Agent:
         worker.start()
         worker.join()
         return box[0]
+
+    def _add_escalation_tool(self) -> None:
+        """Offer the hand-off policy's escalation tool (a copy of the registry: the caller's stays as given)."""
+        tool = self.handoff.escalation() if self.handoff is not None else None
+        if tool is not None:
+            self.tools = ToolRegistry([*self.tools, tool])
+
+    def _escalation_stop(self, call: ToolCall) -> None:
+        """A call of the escalation tool ends the run as a hand-off (stop reason `handoff`)."""
+        if self.handoff is not None and self.handoff.escalation_tool and call.name == self.handoff.escalation_tool:
+            reason = call.arguments.get("reason")
+            raise _Stop(StopReason.HANDOFF, str(reason) if reason else "the model asked for a human")
 
     # ---- the run ----------------------------------------------------------------------------
 
@@ -453,6 +470,7 @@ class Agent:
         try:
             for call in record.calls:
                 self._raise_if_cancelled(state)
+                self._escalation_stop(call)
                 verdict = state.guard.check_call(record.index, call)
                 if verdict is not None:
                     # A guard event, not a tool call: nothing is dispatched, no execute_tool span.

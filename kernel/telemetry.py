@@ -204,6 +204,8 @@ class RunTrace(_Traced):
                 cost_usd=result.cost_usd,
                 answer=result.answer,
                 error=result.error,
+                handoff_reason=result.handoff.reason if result.handoff else None,
+                handoff_target=result.handoff.target if result.handoff else None,
             )
         except Exception:
             log.warning("steplens: recording the run's outcome failed", exc_info=True)

@@ -10,7 +10,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tracer.conventions import GuardRule, ParseStatus, StepKind, StopReason, ToolDecision, ToolErrorCode
+from tracer.conventions import (
+    GuardRule,
+    HandoffReason,
+    ParseStatus,
+    StepKind,
+    StopReason,
+    ToolDecision,
+    ToolErrorCode,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -125,6 +133,14 @@ class StepRecord(BaseModel):
     plan_step_id: str | None = None
 
 
+class Handoff(BaseModel):
+    """A run handed to a human (kernel.handoff): why, to whom, and what the model or limit said."""
+
+    reason: HandoffReason
+    target: str
+    detail: str | None = None
+
+
 class RunResult(BaseModel):
     """The outcome of one agent run. `ok` is true only for stop_reason `finish`."""
 
@@ -147,6 +163,7 @@ class RunResult(BaseModel):
     task: str | None = None
     conversation_id: str | None = None
     user_id: str | None = None
+    handoff: Handoff | None = None  # set when the agent's hand-off policy took the run
 
     def to_json(self) -> str:
         return self.model_dump_json()

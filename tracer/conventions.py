@@ -32,8 +32,18 @@ class StopReason(StrEnum):
     UNPARSABLE_EXHAUSTED = "unparsable_exhausted"
     LLM_UNAVAILABLE = "llm_unavailable"
     REPLAN_EXHAUSTED = "replan_exhausted"
+    HANDOFF = "handoff"  # the model called the agent's designated escalation tool
     CANCELLED = "cancelled"
     INTERNAL_ERROR = "internal_error"
+
+
+class HandoffReason(StrEnum):
+    """Why a run was handed to a human (`steplens.run.handoff.reason`)."""
+
+    LLM_UNAVAILABLE = "llm_unavailable"  # every model call failed
+    MAX_STEPS = "max_steps"  # the step limit ended the run
+    REPLAN_BREAKER = "replan_breaker"  # a replanning breaker gave up (stop reason replan_exhausted)
+    ESCALATION = "escalation"  # the model called the designated escalation tool
 
 
 class ToolErrorCode(StrEnum):
@@ -216,6 +226,9 @@ RUN_STEPS = "steplens.run.steps"
 RUN_MODE = "steplens.run.mode"
 RUN_TASK = "steplens.run.task"  # content
 RUN_ANSWER = "steplens.run.answer"  # content
+# A run handed to a human (kernel.handoff): why (HandoffReason) and to whom (the policy's target).
+RUN_HANDOFF_REASON = "steplens.run.handoff.reason"
+RUN_HANDOFF_TARGET = "steplens.run.handoff.target"
 BUDGET_MAX_STEPS = "steplens.budget.max_steps"
 BUDGET_MAX_INPUT_TOKENS = "steplens.budget.max_input_tokens"
 BUDGET_MAX_OUTPUT_TOKENS = "steplens.budget.max_output_tokens"

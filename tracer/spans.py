@@ -188,8 +188,11 @@ class RunScope(SpanScope):
         cost_usd: float | None = None,
         answer: str | None = None,
         error: str | None = None,
+        handoff_reason: str | None = None,
+        handoff_target: str | None = None,
     ) -> None:
-        """The run's outcome. A run that did not finish is ERROR with `error.type` = stop reason."""
+        """The run's outcome. A run that did not finish is ERROR with `error.type` = stop reason;
+        one handed to a human also says why and to whom (`steplens.run.handoff.*`)."""
         if not self.recording:
             return
         attrs: dict[str, Any] = {
@@ -203,6 +206,10 @@ class RunScope(SpanScope):
             attrs[c.USAGE_COST_USD] = _float(cost_usd)
         if answer is not None and (text := _state.policy().text(answer)) is not None:
             attrs[c.RUN_ANSWER] = text
+        if handoff_reason is not None:
+            attrs[c.RUN_HANDOFF_REASON] = _val(handoff_reason)
+            if handoff_target is not None:
+                attrs[c.RUN_HANDOFF_TARGET] = str(handoff_target)
         _set(self.span, attrs)
         if not ok:
             self.fail(_val(stop_reason), error or str(_val(stop_reason)))

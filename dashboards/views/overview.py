@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import charts
-from dashboards.client import Filters
+from dashboards.budget_models import advice_rows
+from dashboards.client import EndpointMissing, Filters
 from dashboards.scores_view import overview_rows
 from dashboards.ui import (
     client,
@@ -74,6 +75,24 @@ def body(filters: Filters) -> None:
                 hide_index=True,
                 column_config={"trace": st.column_config.LinkColumn("trace", display_text="open trace")},
             )
+        if any(h.handoff_runs for h in ov.handoffs):
+            st.subheader("Hand-offs to a human")
+            st.dataframe(
+                [{"agent": h.agent, "version": h.version, "runs": h.runs, "handed off": h.handoff_runs,
+                  "hand-off rate": fmt_pct(h.handoff_rate),
+                  "reasons": ", ".join(f"{r} {n}" for r, n in h.reasons.items())} for h in ov.handoffs],
+                hide_index=True,
+            )
+        try:
+            advice = advice_rows(api.budget_advice(filters))
+        except EndpointMissing:  # a server older than the panel: the rest of the page still shows
+            advice = []
+            st.caption("Budget advice needs a newer steplens server (GET /api/budget-advice).")
+        if advice:
+            st.subheader("Budget advice")
+            st.caption("Suggested limit = P95 of what the agent used x 1.5 (steps and tokens rounded up); "
+                       "current = the limit its latest run recorded, judged against the runs in range.")
+            st.dataframe(advice, hide_index=True)
         until = f" · until {ov.until:%Y-%m-%d %H:%M} UTC" if ov.until else ""
         st.caption(f"time bucket: {max(ov.bucket_seconds // 60, 1)} min{until}")
 

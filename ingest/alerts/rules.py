@@ -58,7 +58,7 @@ class AlertRule(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     metric: str = Field("steps", description="steps, input_tokens, output_tokens, cost_usd, duration_ms, "
-                        "tool_errors, failure_rate, stop_reason:<reason>, score:<name>, score:<name>=<label> or "
+                        "tool_errors, failure_rate, handoff_rate, stop_reason:<reason>, score:<name>, score:<name>=<label> or "
                         "score:* (every score; window and release rules).")
     kind: RuleKind = RuleKind.WINDOW
     agent: str | None = Field(None, description="Only this agent; unset = every agent, each on its own.")

@@ -66,6 +66,7 @@ def _runsets(rows: list[tuple[object, ...]], key: int) -> dict[object, RunSet]:
             values=values,
             ok=[None if r[_COL["ok"]] is None else bool(r[_COL["ok"]]) for r in group],
             stop_reasons=[None if r[_COL["stop_reason"]] is None else str(r[_COL["stop_reason"]]) for r in group],
+            handoffs=[r[_COL["handoff_reason"]] is not None for r in group],
         )
     return out
 

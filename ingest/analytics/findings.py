@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from ingest.analytics.metrics import (
     FAILURE_RATE,
+    HANDOFF_RATE,
     PER_RUN_METRICS,
     STOP_REASON_PREFIX,
     Metric,
@@ -57,7 +58,8 @@ class RegressionConfig(BaseModel):
     min_samples: int = Field(30, ge=2, description="Runs needed on EACH side before a metric is tested.")
     confidence: float = Field(0.95, gt=0, lt=1, description="Level of the reported confidence intervals.")
     metrics: list[str] | None = Field(
-        None, description="Metric keys to check; default: every per-run metric, failure_rate, stop reasons and scores "
+        None, description="Metric keys to check; default: every per-run metric, failure_rate, handoff_rate (when a side has a "
+        "hand-off), stop reasons and scores "
         "seen."
     )
 
@@ -98,6 +100,7 @@ class RunSet:
     values: dict[str, np.ndarray] = field(default_factory=dict)  # per-run metric key -> float array
     ok: list[bool | None] = field(default_factory=list)
     stop_reasons: list[str | None] = field(default_factory=list)
+    handoffs: list[bool] = field(default_factory=list)  # handed to a human (runs.handoff_reason set)
     scores: dict[str, ScoreColumn] = field(default_factory=dict)  # score name -> its run values
 
     def __len__(self) -> int:
@@ -170,11 +173,16 @@ def metrics_for(pair: Pair, config: RegressionConfig) -> list[Metric]:
     # 1 - failure_rate and testing both would double-count every rate finding.
     reasons = sorted({r for r in (*pair.baseline.stop_reasons, *pair.current.stop_reasons) if r} - {StopReason.FINISH})
     scores = _expand_score(pair, metric_by_key("score:*"))
-    return [*PER_RUN_METRICS.values(), FAILURE_RATE, *(stop_reason_metric(r) for r in reasons), *scores]
+    # the hand-off rate only where a hand-off was seen, like a stop reason: agents that never hand
+    # off are not charged one more test (and a stricter Holm correction) for it
+    handoff = [HANDOFF_RATE] if any(pair.baseline.handoffs) or any(pair.current.handoffs) else []
+    return [*PER_RUN_METRICS.values(), FAILURE_RATE, *handoff, *(stop_reason_metric(r) for r in reasons), *scores]
 
 
 def _events(runs: RunSet, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
     """(has a value, has the event) masks of a rate metric over `runs`."""
+    if metric.key == HANDOFF_RATE.key:  # every run counts: one not handed off is a 0
+        return np.ones(len(runs), dtype=bool), np.array(runs.handoffs, dtype=bool).reshape(len(runs))
     if metric.stop_reason is None:  # failure rate: only runs that report ok count
         known = np.array([o is not None for o in runs.ok], dtype=bool)
         event = np.array([o is False for o in runs.ok], dtype=bool)

@@ -54,6 +54,9 @@ PER_RUN_METRICS: dict[str, Metric] = {
 }
 
 FAILURE_RATE = Metric("failure_rate", MetricKind.RATE, "ok")
+# Share of runs handed to a human (runs.handoff_reason set; kernel/handoff.py): the documents'
+# "transfer-to-human rate". Every run counts in the denominator (a run with no hand-off is a 0).
+HANDOFF_RATE = Metric("handoff_rate", MetricKind.RATE, "handoff_reason")
 STOP_REASON_PREFIX = "stop_reason:"
 SCORE_PREFIX = "score:"
 EVERY_SCORE = "*"  # `score:*`: every score seen in the compared runs (alert rules, built-in rules)
@@ -82,7 +85,7 @@ def is_every_score(metric: Metric) -> bool:
 
 def all_metric_keys() -> list[str]:
     return [
-        *PER_RUN_METRICS, FAILURE_RATE.key, *(f"{STOP_REASON_PREFIX}{r.value}" for r in StopReason),
+        *PER_RUN_METRICS, FAILURE_RATE.key, HANDOFF_RATE.key, *(f"{STOP_REASON_PREFIX}{r.value}" for r in StopReason),
         f"{SCORE_PREFIX}<name>", f"{SCORE_PREFIX}<name>=<label>", f"{SCORE_PREFIX}{EVERY_SCORE}",
     ]
 
@@ -116,6 +119,8 @@ def metric_by_key(key: str) -> Metric:
         return PER_RUN_METRICS[key]
     if key == FAILURE_RATE.key:
         return FAILURE_RATE
+    if key == HANDOFF_RATE.key:
+        return HANDOFF_RATE
     if key.startswith(STOP_REASON_PREFIX):
         reason = key[len(STOP_REASON_PREFIX):]
         if reason in {r.value for r in StopReason}:

@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from ingest.api.access import ReadAccess, allow_all, principal_read_access
+from ingest.api.budget_advice import add_budget_advice_routes
 from ingest.api.cost import add_cost_routes
 from ingest.api.diff import add_diff_routes
 from ingest.api.execute import ReadableStore
@@ -46,7 +47,7 @@ def build_query_router(
     prices: PriceTable | None = None,
 ) -> APIRouter:
     """Routes `/runs`, `/traces/{trace_id}`, `/overview`, `/failures`, `/tools`, `/cost`, `/diff`,
-    `/prices`, `/replanning`, `/models`, `/sessions`, `/graph` reading through `store.read()`.
+    `/prices`, `/budget-advice`, `/replanning`, `/models`, `/sessions`, `/graph` reading through `store.read()`.
 
     `timeout_s` only words the 504 message; the limit itself is enforced by the store's cursor.
     `prices` prices carry cost and is shown by `/prices`; by default the table ingest uses (bundled
@@ -58,6 +59,7 @@ def build_query_router(
     add_runs_routes(router, store, read_access, timeout_s)
     add_trace_routes(router, store, read_access, timeout_s)
     add_overview_routes(router, store, read_access, timeout_s)
+    add_budget_advice_routes(router, store, read_access, timeout_s)
     price_table = table_for(store, prices)
     add_failure_routes(router, store, read_access, timeout_s)
     add_tool_routes(router, store, read_access, timeout_s, price_table)

@@ -79,6 +79,10 @@ class Run(BaseModel):
         "How ok/stop_reason/steps were found: 'reported' by the run span (steplens.run.*), 'inferred' from "
         "the trace's spans (design.md §3 'Runs of foreign clients'); null until the trace's root is stored."))
     failure_evidence: str | None = Field(None, description="A failed run's evidence: exception type: message.")
+    handoff_reason: str | None = Field(None, description=(
+        "Why the run was handed to a human (steplens.run.handoff.reason: llm_unavailable, max_steps, "
+        "replan_breaker, escalation); null = not handed off."))
+    handoff_target: str | None = Field(None, description="Who the run was handed to (steplens.run.handoff.target).")
     agents: list[RunAgent] = Field(default_factory=list, description=(
         "The run's agent and workflow spans in start order, each with its own counts (sub-agents, handoffs); "
         "empty for runs whose run span reported their outcome."))
@@ -279,6 +283,19 @@ class Aggregates(BaseModel):
     llm_calls: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
+    handoff_runs: int = Field(0, description="Runs handed to a human (a hand-off reason recorded).")
+    handoff_rate: float | None = Field(None, description="handoff_runs / runs; null when there are no runs.")
+
+
+class HandoffRate(BaseModel):
+    """The hand-off rate of one agent version (the "transfer-to-human rate" a team watches)."""
+
+    agent: str | None
+    version: str | None
+    runs: int
+    handoff_runs: int
+    handoff_rate: float = Field(description="handoff_runs / runs.")
+    reasons: dict[str, int] = Field(default_factory=dict, description="Hand-offs per reason.")
 
 
 class Bucket(Aggregates):
@@ -293,5 +310,7 @@ class Overview(BaseModel):
     totals: Aggregates
     stop_reasons: list[StopReasonCount]
     series: list[Bucket]
+    handoffs: list[HandoffRate] = Field(default_factory=list, description=(
+        "Hand-off rate per agent and version over the range, most runs first."))
     scores: list[ScoreAggregate] = Field(default_factory=list, description=(
         "Scores of the runs in range per name, agent, version and run start day (UTC): mean, share true, labels."))

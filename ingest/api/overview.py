@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Query
 
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
-from ingest.api.models import Aggregates, Bucket, Overview, StopReasonCount
+from ingest.api.models import Aggregates, Bucket, HandoffRate, Overview, StopReasonCount
 from ingest.api.params import OverviewParams
 from ingest.queries.overview import first_run_start, overview
 from ingest.queries.scores import score_aggregates
@@ -53,6 +53,8 @@ def _aggregates(row: dict[str, Any]) -> dict[str, Any]:
     rated = (row.get("ok_runs") or 0) + (row.get("failed_runs") or 0)
     out = {k: v for k, v in row.items() if v is not None}
     out["success_rate"] = (row["ok_runs"] / rated) if rated else None
+    runs = row.get("runs") or 0
+    out["handoff_rate"] = (row.get("handoff_runs") or 0) / runs if runs else None
     return out
 
 
@@ -93,5 +95,9 @@ def add_overview_routes(
             totals=Aggregates(**_aggregates(rows.totals)),
             stop_reasons=[StopReasonCount(stop_reason=s, runs=n) for s, n in rows.stop_reasons],
             series=series,
+            handoffs=[
+                HandoffRate(agent=a, version=v, runs=n, handoff_runs=h, handoff_rate=h / n, reasons=reasons)
+                for a, v, n, h, reasons in rows.handoffs
+            ],
             scores=scores,
         )

@@ -27,7 +27,8 @@ _AGGREGATES = """
     COALESCE(sum(cost_usd), 0.0) AS cost_usd,
     COALESCE(sum(llm_calls), 0) AS llm_calls,
     COALESCE(sum(tool_calls), 0) AS tool_calls,
-    COALESCE(sum(tool_errors), 0) AS tool_errors
+    COALESCE(sum(tool_errors), 0) AS tool_errors,
+    count(*) FILTER (WHERE handoff_reason IS NOT NULL) AS handoff_runs
 """
 
 
@@ -36,6 +37,8 @@ class OverviewRows:
     totals: dict[str, Any]
     stop_reasons: list[tuple[str | None, int]]
     buckets: dict[int, dict[str, Any]]  # bucket index from `origin` -> aggregates
+    # (agent, version, runs, handoff runs, {reason: runs}) per agent version, most runs first
+    handoffs: list[tuple[str | None, str | None, int, int, dict[str, int]]]
 
 
 def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -63,7 +66,25 @@ def overview(
         [origin, bucket_us, *where.params],
     )
     buckets = {int(r.pop("bucket")): r for r in _dicts(cur)}
-    return OverviewRows(totals=totals, stop_reasons=stop_reasons, buckets=buckets)
+    return OverviewRows(totals=totals, stop_reasons=stop_reasons, buckets=buckets, handoffs=_handoffs(cur, where))
+
+
+def _handoffs(cur: duckdb.DuckDBPyConnection, where: Any) -> list[tuple[str | None, str | None, int, int, dict[str, int]]]:
+    """Runs and hand-offs (by reason) per agent version: the hand-off rate table of the overview."""
+    cur.execute(
+        f"SELECT agent, version, handoff_reason, count(*) FROM runs WHERE {where.sql()} "
+        "GROUP BY agent, version, handoff_reason",
+        where.params,
+    )
+    groups: dict[tuple[str | None, str | None], dict[str | None, int]] = {}
+    for agent, version, reason, n in cur.fetchall():
+        groups.setdefault((agent, version), {})[reason] = int(n)
+    rows = [
+        (agent, version, sum(counts.values()), sum(n for r, n in counts.items() if r is not None),
+         {r: n for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))) if r is not None})
+        for (agent, version), counts in groups.items()
+    ]  # fmt: skip
+    return sorted(rows, key=lambda r: (-r[2], r[0] or "\uffff", r[1] or "\uffff"))
 
 
 def first_run_start(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> datetime | None:

@@ -17,7 +17,7 @@ MAX_SAMPLE_RUNS = 100_000
 
 SAMPLE_COLUMNS = (
     "agent", "version", "trace_id", "start_time", "steps", "input_tokens", "output_tokens", "cost_usd",
-    "duration_ms", "tool_errors", "ok", "stop_reason",
+    "duration_ms", "tool_errors", "ok", "stop_reason", "handoff_reason",
 )
 
 

@@ -61,6 +61,8 @@ RUN_COLUMNS = (
     "stop_reason_source",
     "failure_evidence",
     "agents",
+    "handoff_reason",
+    "handoff_target",
 )
 RUN_SELECT = ", ".join(RUN_COLUMNS)
 

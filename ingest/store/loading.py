@@ -50,7 +50,14 @@ from ingest.store.run_sql import (
     WORKFLOW_CLASS,
 )
 from ingest.store.spool import Position
-from tracer.conventions import EVAL_CASE_ID, EVAL_RUN_ID, USAGE_COST_USD, OperationClass
+from tracer.conventions import (
+    EVAL_CASE_ID,
+    EVAL_RUN_ID,
+    RUN_HANDOFF_REASON,
+    RUN_HANDOFF_TARGET,
+    USAGE_COST_USD,
+    OperationClass,
+)
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +163,8 @@ roots AS (
         stop_reason AS r_stop_reason, run_steps AS r_steps,
         json_extract_string(attributes, $eval_run_path) AS r_eval_run,
         json_extract_string(attributes, $eval_case_path) AS r_eval_case,
+        json_extract_string(attributes, $handoff_reason_path) AS r_handoff_reason,
+        json_extract_string(attributes, $handoff_target_path) AS r_handoff_target,
         json_extract_string(attributes, $declared_cost_path) IS NOT NULL AS r_declares_cost
     FROM new_spans
     WHERE operation IN ($agent, $workflow) OR parent_span_id IS NULL
@@ -233,6 +242,8 @@ m AS (
         CASE WHEN wins THEN coalesce(b.r_run_ok, b.r_status <> 'ERROR') ELSE o.ok END AS ok,
         CASE WHEN wins THEN b.r_stop_reason ELSE o.stop_reason END AS stop_reason,
         CASE WHEN wins THEN b.r_steps ELSE o.steps END AS steps,
+        CASE WHEN wins THEN b.r_handoff_reason ELSE o.handoff_reason END AS handoff_reason,
+        CASE WHEN wins THEN b.r_handoff_target ELSE o.handoff_target END AS handoff_target,
         CASE WHEN wins THEN CASE WHEN b.r_stop_reason IS NOT NULL THEN $reported END ELSE o.stop_reason_source END
             AS stop_reason_source,
         o.failure_evidence AS failure_evidence,
@@ -296,6 +307,8 @@ _RUN_PARAMS = {
     "root_parentless": ROOT_PARENTLESS,
     "eval_run_path": f'$."{EVAL_RUN_ID}"',
     "eval_case_path": f'$."{EVAL_CASE_ID}"',
+    "handoff_reason_path": f'$."{RUN_HANDOFF_REASON}"',
+    "handoff_target_path": f'$."{RUN_HANDOFF_TARGET}"',
     "declared_cost_path": f'$."{USAGE_COST_USD}"',
 }
 

@@ -14,10 +14,15 @@ from kernel.examples import ops, planner, ticket
 from kernel.examples.data import Task
 from kernel.examples.faults import FaultRates
 from kernel.examples.simulated import AgentPolicy, SimulatedLLM
+from kernel.handoff import HandoffPolicy
 from kernel.llm import ResilientLLM
 from kernel.policy import ConfirmCallback, SideEffectPolicy
 from kernel.tools import Tool
 from kernel.types import ToolCall
+
+# The example agents hand a run to the support team's tier 2 when it ends on an outage, the step
+# limit or a replanning breaker (the default endings), so the demo's hand-off rate has data.
+DEMO_HANDOFF = HandoffPolicy(target="tier2")
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,8 @@ def _build_planner(spec: AgentSpec, version: str, *, seed: int | str, faults: Fa
         llm = ResilientLLM([primary, fallback], max_attempts_per_model=2, backoff_initial_s=0.01,
                            backoff_max_s=0.05, retry_after_cap_s=0.05)
     agent = PlanAndExecuteAgent(spec.name, version, llm, spec.tools(version), budget=spec.budget, policy=policy,
-                                executor=ExecutorConfig(backoff_initial_s=0.01, backoff_max_s=0.05), temperature=0.2)
+                                executor=ExecutorConfig(backoff_initial_s=0.01, backoff_max_s=0.05), temperature=0.2,
+                                handoff=DEMO_HANDOFF)
     return BuiltAgent(agent, models)
 
 
@@ -189,5 +195,6 @@ def build_agent(
         budget=spec.budget,
         policy=policy if policy is not None else demo_policy(),
         temperature=0.2,
+        handoff=DEMO_HANDOFF,
     )
     return BuiltAgent(agent, models)

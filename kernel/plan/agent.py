@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from kernel import telemetry
 from kernel.budgets import Budget, BudgetTracker
+from kernel.handoff import HandoffPolicy, hand_off
 from kernel.llm import LLM
 from kernel.plan.breakers import BreakerConfig, Breakers
 from kernel.plan.checker import check_plan
@@ -94,6 +95,7 @@ class PlanAndExecuteAgent:
         temperature: float | None = None,
         max_tokens: int | None = None,
         agent_id: str | None = None,
+        handoff: HandoffPolicy | None = None,
     ) -> None:
         if max_plan_attempts < 1:
             raise ValueError("max_plan_attempts must be >= 1")
@@ -112,6 +114,7 @@ class PlanAndExecuteAgent:
         self.max_plan_attempts = max_plan_attempts
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.handoff = handoff  # its escalation tool is the ReAct agent's; plan runs hand off on stops
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -155,6 +158,7 @@ class PlanAndExecuteAgent:
                 result = PlanRunResult(ok=False, stop_reason=StopReason.INTERNAL_ERROR,
                                        error=f"{type(exc).__name__}: {exc}", agent=self.name,
                                        version=self.version, trace_id=trace_id)
+            await hand_off(self.handoff, result)
             run.finish(result)
         return result
 

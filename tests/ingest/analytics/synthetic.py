@@ -49,6 +49,7 @@ class Run:
     cost_usd: float = 0.0
     tool_errors: int = 0
     duration_ms: float = 1000.0
+    handoff_reason: str | None = None  # steplens.run.handoff.reason on the run span when set
 
 
 def population(
@@ -95,6 +96,9 @@ def encode(runs: Iterable[Run]) -> bytes:
                 c.RUN_STEPS: run.steps, c.RUN_MODE: c.RunMode.LIVE.value,
             },
         )
+        if run.handoff_reason is not None:
+            root.set_attribute(c.RUN_HANDOFF_REASON, run.handoff_reason)
+            root.set_attribute(c.RUN_HANDOFF_TARGET, "human")
         ctx = trace.set_span_in_context(root)
         chat = tracer.start_span(
             c.SPAN_CHAT.format(model="gpt-4o-mini"), context=ctx, kind=SpanKind.CLIENT, start_time=ns(run.start),

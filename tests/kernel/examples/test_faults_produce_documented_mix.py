@@ -10,7 +10,7 @@ import pytest
 
 from kernel.examples import AGENTS, FaultRates, build_agent
 from kernel.examples.demo import run_workload
-from tracer.conventions import ParseStatus, StepKind, StopReason, ToolErrorCode
+from tracer.conventions import HandoffReason, ParseStatus, StepKind, StopReason, ToolErrorCode
 
 NONE = FaultRates.none()
 
@@ -40,12 +40,16 @@ async def test_provider_outage_is_retried_then_falls_back_then_gives_up() -> Non
         assert result.stop_reason == StopReason.LLM_UNAVAILABLE and result.steps == []
         assert "rate_limit_exceeded" in result.error
         assert injected == Counter(outage=4)  # 2 attempts on the model, 2 on its fallback
+        # the demo's agents hand an outage to tier 2 (kernel.examples.catalog.DEMO_HANDOFF)
+        assert result.handoff is not None and (result.handoff.reason, result.handoff.target) == (
+            HandoffReason.LLM_UNAVAILABLE, "tier2")
 
 
 async def test_sticky_repeats_are_stopped_by_the_loop_guard() -> None:
     faults = NONE.model_copy(update={"repeat": 1.0, "loop_stickiness": 1.0})
     for _, result, injected in await _runs(faults):
         assert result.stop_reason == StopReason.TOOL_ERROR_EXHAUSTED
+        assert result.handoff is None  # not an ending the demo hands off
         # Executed, warned, then refused hard (each hard refusal counts as an error); outside the
         # guard's 3-step window the call may run once more before three errors in a row stop the run.
         kinds = [s.kind for s in result.steps]
