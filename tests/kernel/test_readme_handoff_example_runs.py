@@ -5,30 +5,14 @@ so. EXAMPLE is read from README.md; only the endpoint is pointed at the test's s
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import httpx
 
 from tests.ingest.conftest import ingest_server, start_ingest_server  # noqa: F401 - fixtures
-
-ROOT = Path(__file__).resolve().parents[2]
-README_ENDPOINT = "http://127.0.0.1:4318"
-
-
-def _readme_example() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Hand-off to a human and budget advice", 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+from tests.support.readme import python_blocks, run_example
 
 
 def test_readme_handoff_example_runs_and_the_server_counts_the_handoff(ingest_server) -> None:  # noqa: F811
-    example = _readme_example()
-    assert README_ENDPOINT in example
-    code = example.replace(README_ENDPOINT, ingest_server.http_url)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
+    out = run_example(python_blocks("Hand-off to a human and budget advice")[0], ingest_server.http_url)
     ticket, last = out.stdout.strip().splitlines()
     assert ticket == "ticket for support-tier-2 - escalation - asks for a refund manager"
     stop_reason, trace_id = last.split()

@@ -5,43 +5,25 @@ ingest server with its memory spans and the saved-aside tool span."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 
 from tests.ingest.conftest import ingest_server, start_ingest_server  # noqa: F401 - fixtures
+from tests.support.readme import ROOT, fetch_trace, python_blocks, run_example
 from tracer import conventions as c
-
-ROOT = Path(__file__).resolve().parents[3]
-README_ENDPOINT = "http://127.0.0.1:4318"
-
-
-def _snippet() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Long-term memory and big observations", 1)[1].split("\n## ", 1)[0]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_readme_memory_example_runs_and_its_spans_reach_the_server(ingest_server, tmp_path) -> None:  # noqa: F811
-    code = _snippet()
-    assert README_ENDPOINT in code
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code.replace(README_ENDPOINT, ingest_server.http_url)],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
-    assert out.returncode == 0, out.stderr
+    out = run_example(python_blocks("Long-term memory and big observations")[0], ingest_server.http_url,
+                      cwd=tmp_path, env=env)
     first_ok, second_ok, recalled, trace_id = out.stdout.split()
     assert (first_ok, second_ok, recalled) == ("True", "True", "True") and len(trace_id) == 32
     assert (tmp_path / "memories.sqlite").is_file()
 
     ingest_server.store.wait_loaded(10)
-    with httpx.Client(base_url=ingest_server.http_url, timeout=10) as client:
-        deadline = time.monotonic() + 10
-        while (resp := client.get(f"/api/traces/{trace_id}")).status_code == 404 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        trace = resp.raise_for_status().json()
+    trace = fetch_trace(ingest_server.http_url, trace_id)
     names = [s["name"] for s in trace["spans"]]
     assert names.count("search_memory memories") == 1 and names.count("upsert_memory memories") == 1
     assert "execute_tool remember" in names and "execute_tool read_observation" in names
