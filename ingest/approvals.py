@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 import duckdb
+
+from ingest.clock import utcnow as _now
 
 PENDING = "pending"
 
@@ -76,10 +78,6 @@ class NotPending(Exception):
     def __init__(self, row: ApprovalRow) -> None:
         super().__init__(f"approval {row.approval_id} is already {row.status}")
         self.row = row
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _row(r: tuple) -> ApprovalRow:

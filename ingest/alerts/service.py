@@ -13,20 +13,17 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from ingest.alerts.channels import Dispatcher
 from ingest.alerts.evaluate import evaluate
 from ingest.alerts.rules import AlertChannelConfig, AlertRule
 from ingest.alerts.state import AlertEvent, apply_outcomes
+from ingest.clock import utcnow
 
 log = logging.getLogger(__name__)
 
 WRITE_TIMEOUT_S = 30.0
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass

@@ -21,11 +21,12 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from ingest.clock import utcnow
 from ingest.evaluators import state
 from ingest.evaluators.builtin import run_builtin
 from ingest.evaluators.judge import JudgeError, JudgeVerdict, TraceTarget, judge_run
@@ -42,10 +43,6 @@ MAX_REASON = 4000  # longest reason kept as the score's comment
 MAX_JOBS = 100  # backfill jobs remembered (finished ones beyond it are forgotten, oldest first)
 
 ScoreWriter = Callable[[str, list[dict[str, Any]]], None]
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Retryable(Exception):

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import duckdb
 
+from ingest.clock import utcnow as _now
 from ingest.queries.filters import Where, project_clause
 
 _COLUMNS = "view_id, project, name, page, filter, since, until, params, created_by, created_at, updated_at"
@@ -53,10 +54,6 @@ class NameTaken(Exception):
 
     def __init__(self, name: str, project: str) -> None:
         super().__init__(f"a saved view named {name!r} already exists in project {project!r}")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _row(r: tuple) -> ViewRow:

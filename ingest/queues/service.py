@@ -13,17 +13,14 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
+from ingest.clock import utcnow
 from ingest.queues import fill, table
 from ingest.queues.model import DeclaredQueue
 
 log = logging.getLogger(__name__)
 WRITE_TIMEOUT_S = 60.0
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass

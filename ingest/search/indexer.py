@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import duckdb
 
+from ingest.clock import utcnow as _now
 from ingest.search import pending
 from ingest.search.index import Doc, SearchIndex, from_us, span_docs, to_us
 
@@ -35,10 +36,6 @@ PRUNE_INTERVAL_S = 3600.0
 META_REBUILD_NEXT = "rebuild_next_us"
 META_REBUILD_END = "rebuild_end_us"
 META_BUILT_AT = "built_at"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _docs(rows: Iterable[tuple]) -> Iterable[Doc]:

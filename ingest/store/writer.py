@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
+from ingest.clock import utcnow
 from ingest.search.indexer import SearchIndexer
 from ingest.store import deadletter, logs_load, scores_load, upkeep
 from ingest.store.failures import Failure, classify, environmental
@@ -138,10 +139,6 @@ class WriterHooks:
     checkpointed: Callable[[float], None] | None = None  # (seconds)
     upkeep_isolated: Callable[[str], None] | None = None  # (error class) a trace's upkeep set aside
     quarantined: Callable[[int], None] | None = None  # traces set aside now
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Writer:
