@@ -27,7 +27,7 @@ CREEP_DAYS = 14
 
 def test_one_percent_a_day_creep_raises_the_drift_alert_within_two_weeks(start_ingest_server) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(11)
-    now = now_utc().replace(microsecond=0)
+    now = now_utc().replace(hour=0, minute=0, second=0, microsecond=0)  # whole UTC days: one bucket each
     start = now - timedelta(days=REFERENCE_DAYS + CREEP_DAYS)
     runs = []
     for day in range(REFERENCE_DAYS + CREEP_DAYS):
