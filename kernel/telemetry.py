@@ -90,6 +90,10 @@ class RunLabels:
     mode: RunMode | None = None
     eval_run_id: str | None = None
     eval_case_id: str | None = None
+    # Set by kernel.tasks' runner around the run it starts for a task.
+    task_id: str | None = None
+    task_queued_s: float | None = None
+    task_attempt: int | None = None
 
 
 _LABELS: ContextVar[RunLabels | None] = ContextVar("steplens_run_labels", default=None)
@@ -97,13 +101,15 @@ _LABELS: ContextVar[RunLabels | None] = ContextVar("steplens_run_labels", defaul
 
 @contextmanager
 def run_labels(
-    *, mode: RunMode | str | None = None, eval_run_id: str | None = None, eval_case_id: str | None = None
+    *, mode: RunMode | str | None = None, eval_run_id: str | None = None, eval_case_id: str | None = None,
+    task_id: str | None = None, task_queued_s: float | None = None, task_attempt: int | None = None,
 ) -> Iterator[RunLabels]:
     """Label the runs started inside: an eval harness wraps `agent.run` in this so the run span
     carries `steplens.eval.run_id`/`case_id` and mode `eval` without the Agent API knowing evals."""
     if mode is None and (eval_run_id is not None or eval_case_id is not None):
         mode = RunMode.EVAL
-    labels = RunLabels(RunMode(mode) if mode is not None else None, eval_run_id, eval_case_id)
+    labels = RunLabels(RunMode(mode) if mode is not None else None, eval_run_id, eval_case_id,
+                       task_id, task_queued_s, task_attempt)
     token = _LABELS.set(labels)
     try:
         yield labels
@@ -234,6 +240,9 @@ def run_span(agent: Agent, task: Any, conversation_id: str | None, user_id: str 
                 eval_run_id=labels.eval_run_id if labels else None,
                 eval_case_id=labels.eval_case_id if labels else None,
                 user_id=user_id,
+                task_id=labels.task_id if labels else None,
+                task_queued_s=labels.task_queued_s if labels else None,
+                task_attempt=labels.task_attempt if labels else None,
             )
         )
     except Exception:

@@ -620,3 +620,14 @@ COMPACT_TOKENS_AFTER = "steplens.compact.tokens_after"
 COMPACT_SUMMARISED = "steplens.compact.summarised"  # observations replaced by a summary, not a marker
 COMPACT_DROPPED_PREFIX = "steplens.compact.dropped."  # + CompactedKind value: how many of each
 COMPACT_DROPPED = {kind: COMPACT_DROPPED_PREFIX + kind.value for kind in CompactedKind}
+
+
+# --------------------------------------------------------------------------------------------
+# Async tasks (kernel/tasks): a run the task runner started says which task it ran, how long the
+# task waited in the queue before this run began, and which run of the task it is (a retryable
+# task whose worker died is run again).
+# --------------------------------------------------------------------------------------------
+
+TASK_ID = "steplens.task.id"  # on the run span: the task id `TaskQueue.submit` answered
+TASK_QUEUED_S = "steplens.task.queued_s"  # seconds from submit (or re-queue) to this run's start
+TASK_ATTEMPT = "steplens.task.attempt"  # 1 for the first run of the task, 2 after one re-run, ...

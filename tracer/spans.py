@@ -229,6 +229,9 @@ def run_span(
     eval_case_id: str | None = None,
     user_id: str | None = None,
     context: Context | None = None,
+    task_id: str | None = None,
+    task_queued_s: float | None = None,
+    task_attempt: int | None = None,
 ) -> RunScope:
     """`invoke_agent {agent}`: one per run. The current span (e.g. a web request) is its parent.
 
@@ -256,6 +259,12 @@ def run_span(
             attrs[c.EVAL_CASE_ID] = eval_case_id
         if user_id is not None:
             attrs[c.ENDUSER_ID] = user_id
+        if task_id is not None:  # a run started by kernel.tasks' runner
+            attrs[c.TASK_ID] = task_id
+            if task_queued_s is not None:
+                attrs[c.TASK_QUEUED_S] = task_queued_s
+            if task_attempt is not None:
+                attrs[c.TASK_ATTEMPT] = task_attempt
         if budget:
             for key, limit in budget.items():
                 attr = _BUDGET_MAX_KEYS.get(key)
