@@ -427,6 +427,101 @@ def export(
         raise typer.BadParameter("use parquet, jsonl or otlp", param_hint="--format") from None
     raise typer.Exit(export_command(api, out, fmt, since, until, list(table or ALL_TABLES), project))
 
+tasks_app = typer.Typer(help="Async agent tasks: submit, poll, cancel, and run them with a worker.",
+                        no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+TasksDb = Annotated[Path, typer.Option("--db", help="The task database (SQLite).")]
+DEFAULT_TASKS_DB = Path("data/tasks.sqlite")
+
+
+@tasks_app.command("submit")
+def tasks_submit(
+    agent: Annotated[str, typer.Argument(help="Agent: module:attribute (an agent or a function building one), "
+                                              "or an example agent name@version (ticket@v1).")],
+    text: Annotated[str, typer.Argument(help="The task given to the agent.")],
+    db: TasksDb = DEFAULT_TASKS_DB,
+    webhook: Annotated[str | None, typer.Option(help="POST the task here when it ends (signed with "
+                                                     "STEPLENS_WEBHOOK_SECRET set on the worker).")] = None,
+    idempotency_key: Annotated[str | None, typer.Option(help="Same key, same task: a retried submit runs once.")] = None,
+    retryable: Annotated[bool, typer.Option(help="Run it again when its worker dies mid-run (else: interrupted).")] = False,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Most runs of a retryable task.")] = 3,
+    user: Annotated[str | None, typer.Option(help="The end user's id (enduser.id on the run).")] = None,
+    conversation: Annotated[str | None, typer.Option(help="The conversation id of the run.")] = None,
+) -> None:
+    """Queue a task and print its id at once (a worker runs it)."""
+    from kernel.tasks.cli import submit_command
+
+    raise typer.Exit(submit_command(db, agent, text, webhook_url=webhook, idempotency_key=idempotency_key,
+                                    retryable=retryable, max_attempts=max_attempts, user_id=user,
+                                    conversation_id=conversation))
+
+
+@tasks_app.command("status")
+def tasks_status(
+    task_id: Annotated[str, typer.Argument(help="The id submit printed.")],
+    db: TasksDb = DEFAULT_TASKS_DB,
+    as_json: Annotated[bool, typer.Option("--json", help="The whole task record as JSON.")] = False,
+) -> None:
+    """A task's status, attempts, timings, reason and webhook delivery."""
+    from kernel.tasks.cli import status_command
+
+    raise typer.Exit(status_command(db, task_id, as_json=as_json))
+
+
+@tasks_app.command("result")
+def tasks_result(
+    task_id: Annotated[str, typer.Argument(help="The id submit printed.")],
+    db: TasksDb = DEFAULT_TASKS_DB,
+    wait: Annotated[float, typer.Option(help="Seconds to wait for the task to end (0: answer now).")] = 0.0,
+) -> None:
+    """The run's outcome as JSON (ok, stop reason, answer, trace id); exit 1 unless it succeeded."""
+    from kernel.tasks.cli import result_command
+
+    raise typer.Exit(result_command(db, task_id, wait_s=wait))
+
+
+@tasks_app.command("list")
+def tasks_list(
+    db: TasksDb = DEFAULT_TASKS_DB,
+    status: Annotated[str | None, typer.Option(help="Only this status (queued, running, succeeded, failed, "
+                                                    "cancelled, interrupted).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Most tasks listed.")] = 100,
+) -> None:
+    """Tasks, newest first."""
+    from kernel.tasks.cli import list_command
+
+    raise typer.Exit(list_command(db, status=status, limit=limit))
+
+
+@tasks_app.command("cancel")
+def tasks_cancel(
+    task_id: Annotated[str, typer.Argument(help="The id submit printed.")],
+    db: TasksDb = DEFAULT_TASKS_DB,
+    reason: Annotated[str | None, typer.Option(help="Recorded on the task.")] = None,
+) -> None:
+    """Cancel a task: a queued one never starts, a running one's run is cancelled by its worker."""
+    from kernel.tasks.cli import cancel_command
+
+    raise typer.Exit(cancel_command(db, task_id, reason=reason))
+
+
+@tasks_app.command("worker")
+def tasks_worker(
+    db: TasksDb = DEFAULT_TASKS_DB,
+    concurrency: Annotated[int, typer.Option(min=1, help="Runs at once.")] = 4,
+    poll: Annotated[float, typer.Option(min=0.01, help="Seconds between looks for new tasks and cancels.")] = 0.5,
+    lease: Annotated[float, typer.Option(min=0.1, help="Seconds a task stays held without this worker "
+                                                       "renewing it (another host takes it over after).")] = 30.0,
+    endpoint: Annotated[str | None, typer.Option(help="Send the runs' traces to this ingest server.")] = None,
+    drain: Annotated[bool, typer.Option(help="Stop once nothing is queued, running or awaiting a webhook.")] = False,
+    create: Annotated[bool, typer.Option(help="Create the task database if it is missing.")] = False,
+) -> None:
+    """Run the queue until stopped (Ctrl-C / SIGTERM): resumes what a dead worker left, delivers webhooks."""
+    from kernel.tasks.cli import worker_command
+
+    raise typer.Exit(worker_command(db, concurrency=concurrency, poll_s=poll, lease_s=lease, endpoint=endpoint,
+                                    drain=drain, create=create))
+
 
 def main() -> None:
     app()
