@@ -143,7 +143,8 @@ def list_command(db: Path, *, status: str | None = None, limit: int = 100, conso
         return 2
     counts = ", ".join(f"{n} {s}" for s, n in describe_statuses(tasks).items()) or "none"
     table = Table(title=f"tasks in {db} (newest first): {counts}")
-    for column in ("task", "status", "agent", "submitted (UTC)", "attempts", "stop reason", "webhook", "reason"):
+    table.add_column("task", no_wrap=True)
+    for column in ("status", "agent", "submitted (UTC)", "attempts", "stop reason", "webhook", "reason"):
         table.add_column(column, overflow="fold")
     for t in tasks:
         table.add_row(t.task_id, _status_text(t), t.agent, _when(t.created_at), str(t.attempts),
