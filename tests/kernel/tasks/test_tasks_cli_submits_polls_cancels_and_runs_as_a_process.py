@@ -48,7 +48,7 @@ def test_tasks_cli_end_to_end(tmp_path: Path) -> None:
 
     work = steplens("worker", "--db", db, "--drain", "--poll", "0.05", cwd=tmp_path)
     assert work.returncode == 0, work.stdout + work.stderr
-    assert f"ended             {task_id} succeeded" in work.stdout 
+    assert f"ended             {task_id} succeeded" in work.stdout
     assert other not in work.stdout  # the cancelled task never ran
 
     result = steplens("result", task_id, "--db", db, cwd=tmp_path)
