@@ -68,8 +68,9 @@ class TaskRunner:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        if lease_s <= 0 or poll_s <= 0:
-            raise ValueError("lease_s and poll_s must be > 0")
+        if poll_s <= 0 or lease_s < 3 * poll_s:
+            raise ValueError("poll_s must be > 0 and lease_s at least 3 x poll_s (the lease is renewed "
+                             "every lease_s / 3, between polls)")
         self.store = store.store if isinstance(store, TaskQueue) else open_store(store)
         self.agents = dict(agents or {})
         self.concurrency = concurrency
@@ -190,6 +191,9 @@ class TaskRunner:
             ended = self.store.finish(task.task_id, self.identity, status, time.time(), result=result, reason=reason)
             if ended is not None:
                 self._emit("ended", ended)
+            else:  # its lease ran out (a run that blocked the event loop) and another runner took it
+                log.warning("task %s was taken over by another runner; this run's outcome (%s) is not recorded",
+                            task.task_id, status.value)
         except Exception:  # a store error: the lease runs out and another runner hands the task back
             log.exception("task %s: recording its outcome failed", task.task_id)
         finally:
