@@ -275,8 +275,10 @@ class TaskRunner:
 
     async def _deliver(self, task: Task, client: httpx.AsyncClient) -> None:
         try:
+            before = task.webhook_attempts  # attempts of an earlier runner that died delivering it
             status, error = await deliver(
-                task, self.webhook, client, lambda n, err: self.store.webhook_attempted(task.task_id, n, err))
+                task, self.webhook, client,
+                lambda n, err: self.store.webhook_attempted(task.task_id, before + n, err))
             done = self.store.webhook_done(task.task_id, self.identity, status, time.time(), error)
             if done is not None:
                 self._emit("webhook_delivered" if status == WebhookStatus.DELIVERED else "webhook_failed", done)

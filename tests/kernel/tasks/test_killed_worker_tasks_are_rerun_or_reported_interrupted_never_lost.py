@@ -90,3 +90,27 @@ async def test_a_runner_on_another_host_loses_its_task_only_when_its_lease_ran_o
     await runner.drain()
     done = queue.status(task_id)
     assert done.status == TaskStatus.SUCCEEDED and done.attempts == 2
+
+
+def test_a_webhook_left_half_delivered_by_a_killed_worker_is_delivered_by_the_next(tmp_path: Path,
+                                                                                  make_receiver) -> None:
+    hook = make_receiver(fail_first=1)
+    db = tmp_path / "tasks.sqlite"
+    queue = TaskQueue(db)
+    task_id = queue.submit("tests.kernel.tasks.task_agents:quick", "say done", webhook_url=hook.url())
+    first = worker(db, slow_s=0)
+    try:
+        wait_for(lambda: len(hook.deliveries) == 1)  # refused; the worker now waits out its backoff
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    finally:
+        first.kill()
+    assert queue.status(task_id).webhook_status == "pending" and queue.status(task_id).webhook_attempts == 1
+
+    second = worker(db, "--drain", slow_s=0)
+    out, _ = second.communicate(timeout=120)
+    assert second.returncode == 0, out
+    task = queue.status(task_id)
+    assert task.status == TaskStatus.SUCCEEDED and task.attempts == 1  # the run is not repeated
+    assert task.webhook_status == "delivered" and [d.answered for d in hook.deliveries] == [503, 204]
+    assert task.webhook_attempts == 2 and task.webhook_last_error is None  # counted across both workers
