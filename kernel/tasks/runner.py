@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -32,7 +33,7 @@ from kernel.tasks.agents import UnknownAgent, resolve_agent
 from kernel.tasks.leases import LIVE_IN_THIS_PROCESS, WorkerIdentity, orphan_reason
 from kernel.tasks.model import Task, TaskResult, TaskStatus, WebhookStatus
 from kernel.tasks.queue import TaskQueue, open_store
-from kernel.tasks.store import TaskStore
+from kernel.tasks.store import TaskStore, TaskStoreError
 from kernel.tasks.webhooks import WebhookPolicy, deliver
 from tracer.conventions import StopReason
 
@@ -126,11 +127,16 @@ class TaskRunner:
             async with httpx.AsyncClient() as client:
                 try:
                     while not stop.is_set():
-                        self.recover()
-                        self._cancel_flagged()
-                        started = self._start_runs()
-                        delivering = self._start_deliveries(client)
-                        self._renew()
+                        try:
+                            self.recover()
+                            self._cancel_flagged()
+                            started = self._start_runs()
+                            delivering = self._start_deliveries(client)
+                            self._renew()
+                        except (sqlite3.OperationalError, TaskStoreError) as exc:  # locked too long, disk full
+                            log.warning("task runner: the task store failed (%s); trying again in %.1f s",
+                                        exc, self.poll_s)
+                            started = delivering = True
                         if until_idle and not (started or delivering or self._runs or self._deliveries):
                             return
                         self._wake.clear()
@@ -143,9 +149,9 @@ class TaskRunner:
             stopper.cancel()
             LIVE_IN_THIS_PROCESS.discard(self.identity.worker_id)
 
-    def _renew(self, force: bool = False) -> None:
+    def _renew(self) -> None:
         now = time.time()
-        if force or now - self._renewed >= self.lease_s / 3:
+        if now - self._renewed >= self.lease_s / 3:
             self.store.renew(self.identity, now + self.lease_s)
             self._renewed = now
 
