@@ -873,6 +873,18 @@ RUNS_HANDOFF = [
     """,
 ]
 
+# Runs an async task's runner started (kernel/tasks, design.md §2 "Async tasks"): the task's id from the
+# run span's steplens.task.id, so /api/runs?task_id= finds a task's run(s); NULL = not a task's run.
+RUNS_TASK = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS task_id VARCHAR",
+    f"""
+    UPDATE runs SET task_id = json_extract_string(s.attributes, '$."{c.TASK_ID}"')
+    FROM spans s
+    WHERE s.project = runs.project AND s.trace_id = runs.trace_id AND s.span_id = runs.root_span_id
+        AND json_extract_string(s.attributes, '$."{c.TASK_ID}"') IS NOT NULL
+    """,
+]
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -898,4 +910,5 @@ MIGRATIONS: list[list[str]] = [
     QUEUES_MIGRATION,  # annotation queues: definitions, items, claims, people's decisions
     [EVALUATIONS_DDL],  # online evaluators: the outcome of each (rule, run) evaluation
     RUNS_HANDOFF,  # runs handed to a human: hand-off reason and target from the run span
+    RUNS_TASK,  # runs an async task's runner started: the task id from the run span
 ]

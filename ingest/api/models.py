@@ -83,6 +83,8 @@ class Run(BaseModel):
         "Why the run was handed to a human (steplens.run.handoff.reason: llm_unavailable, max_steps, "
         "replan_breaker, escalation); null = not handed off."))
     handoff_target: str | None = Field(None, description="Who the run was handed to (steplens.run.handoff.target).")
+    task_id: str | None = Field(None, description=(
+        "The async task this run ran (steplens.task.id; kernel.tasks); null = not a task's run."))
     agents: list[RunAgent] = Field(default_factory=list, description=(
         "The run's agent and workflow spans in start order, each with its own counts (sub-agents, handoffs); "
         "empty for runs whose run span reported their outcome."))

@@ -157,6 +157,7 @@ class RunsParams(CommonParams):
     q: Text = Field(None, description="Case-insensitive substring of the run name or agent.")
     eval_run_id: Text = Field(None, description="Runs of this evaluation (`steplens eval run` prints its id).")
     eval_case_id: Text = Field(None, description="Runs of this evaluation case id.")
+    task_id: Text = Field(None, description="Runs of this async task (kernel.tasks; `steplens tasks submit` prints its id).")
     filter: str | None = Field(
         None, max_length=4000,
         description='Filter expression over the run and its spans, e.g. attributes["gen_ai.tool.name"] = "refund" '

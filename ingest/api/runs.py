@@ -42,6 +42,7 @@ def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilte
         q=params.q,
         eval_run_id=params.eval_run_id,
         eval_case_id=params.eval_case_id,
+        task_id=params.task_id,
     )
 
 

@@ -63,6 +63,7 @@ RUN_COLUMNS = (
     "agents",
     "handoff_reason",
     "handoff_target",
+    "task_id",
 )
 RUN_SELECT = ", ".join(RUN_COLUMNS)
 
@@ -81,6 +82,7 @@ class RunFilters(CommonFilters):
     q: str | None = None
     eval_run_id: str | None = None
     eval_case_id: str | None = None
+    task_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,8 @@ def runs_where(f: RunFilters) -> Where:
         where.add("eval_run_id = ?", f.eval_run_id)
     if f.eval_case_id is not None:
         where.add("eval_case_id = ?", f.eval_case_id)
+    if f.task_id is not None:
+        where.add("task_id = ?", f.task_id)
     if f.q:
         pattern = like_contains(f.q)
         where.add("name ILIKE ? ESCAPE '\\' OR agent ILIKE ? ESCAPE '\\'", pattern, pattern)

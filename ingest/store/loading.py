@@ -55,6 +55,7 @@ from tracer.conventions import (
     EVAL_RUN_ID,
     RUN_HANDOFF_REASON,
     RUN_HANDOFF_TARGET,
+    TASK_ID,
     USAGE_COST_USD,
     OperationClass,
 )
@@ -165,6 +166,7 @@ roots AS (
         json_extract_string(attributes, $eval_case_path) AS r_eval_case,
         json_extract_string(attributes, $handoff_reason_path) AS r_handoff_reason,
         json_extract_string(attributes, $handoff_target_path) AS r_handoff_target,
+        json_extract_string(attributes, $task_id_path) AS r_task_id,
         json_extract_string(attributes, $declared_cost_path) IS NOT NULL AS r_declares_cost
     FROM new_spans
     WHERE operation IN ($agent, $workflow) OR parent_span_id IS NULL
@@ -244,6 +246,7 @@ m AS (
         CASE WHEN wins THEN b.r_steps ELSE o.steps END AS steps,
         CASE WHEN wins THEN b.r_handoff_reason ELSE o.handoff_reason END AS handoff_reason,
         CASE WHEN wins THEN b.r_handoff_target ELSE o.handoff_target END AS handoff_target,
+        CASE WHEN wins THEN b.r_task_id ELSE o.task_id END AS task_id,
         CASE WHEN wins THEN CASE WHEN b.r_stop_reason IS NOT NULL THEN $reported END ELSE o.stop_reason_source END
             AS stop_reason_source,
         o.failure_evidence AS failure_evidence,
@@ -309,6 +312,7 @@ _RUN_PARAMS = {
     "eval_case_path": f'$."{EVAL_CASE_ID}"',
     "handoff_reason_path": f'$."{RUN_HANDOFF_REASON}"',
     "handoff_target_path": f'$."{RUN_HANDOFF_TARGET}"',
+    "task_id_path": f'$."{TASK_ID}"',
     "declared_cost_path": f'$."{USAGE_COST_USD}"',
 }
 
