@@ -5,6 +5,7 @@
   resumes what a dead runner left (re-run when retryable, else `interrupted`).
 - `SQLiteTaskStore` (store.py) behind the `TaskStore` interface: durable, shared by processes.
 - `WebhookPolicy`, `verify_signature` (webhooks.py): signed, retried deliveries.
+- `task_router`, `task_app` (http.py): the same over HTTP, for a service's own app.
 - `steplens tasks ...` (cli.py): the same from a terminal.
 """
 
