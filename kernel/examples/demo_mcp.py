@@ -18,6 +18,7 @@ from kernel.mcp import MCPToolSource
 from kernel.tools import Tool
 
 SERVER_MODULE = "kernel.examples.demo_mcp_server"
+SERVER_NAME = "infra-repo"  # what the server reports and the tool spans record
 # The checkout this module is in: the server process imports the same code (not an installed copy).
 _ROOT = Path(__file__).resolve().parents[2]
 CONNECT_TIMEOUT_S = 30.0  # generous: a loaded machine starts a Python process slowly
@@ -27,6 +28,6 @@ CONNECT_TIMEOUT_S = 30.0  # generous: a loaded machine starts a Python process s
 async def repo_tools() -> AsyncIterator[list[Tool]]:
     """The server's tools for the duration of the block (the server process stops after it)."""
     source = MCPToolSource.stdio(sys.executable, ["-m", SERVER_MODULE], cwd=_ROOT, env={"PYTHONPATH": str(_ROOT)},
-                                 connect_timeout_s=CONNECT_TIMEOUT_S)
+                                 name=SERVER_NAME, connect_timeout_s=CONNECT_TIMEOUT_S)
     async with source:
         yield list(source.tools)

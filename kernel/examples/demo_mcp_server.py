@@ -15,9 +15,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from kernel.examples.data import NotFound
+from kernel.examples.demo_mcp import SERVER_NAME
 from kernel.examples.ops import READ_REPO_FILE_DESCRIPTION, read_file
-
-SERVER_NAME = "infra-repo"
 
 server = MCPServer(SERVER_NAME, version="1.0", log_level="WARNING")
 

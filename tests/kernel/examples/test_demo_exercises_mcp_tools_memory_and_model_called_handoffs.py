@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from kernel.examples.demo import run_demo, run_workload
-from kernel.examples.demo_mcp_server import SERVER_NAME
+from kernel.examples.demo_mcp import SERVER_NAME
 from kernel.examples.demo_memory import STORE_NAME
 from kernel.examples.ticket import REMEMBER_TOOL, TRANSFER_TOOL
 from tracer import conventions as c
