@@ -53,6 +53,15 @@ def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, LLMError) and exc.retryable
 
 
+def _worth_falling_back(err: LLMError) -> bool:
+    """Could the next model help? Not when the request itself is at fault (a plain 400). A member
+    that is a chain of its own (a ResilientLLM a Router chose) gives up with `LLMUnavailable`,
+    judged by the error that ended it."""
+    if isinstance(err, LLMUnavailable) and isinstance(err.__cause__, LLMError):
+        err = err.__cause__
+    return err.retryable or err.model_level
+
+
 def resolve_route(llm: LLM, purpose: str, messages: list[Message]) -> tuple[LLM, str | None]:
     """(the LLM that will answer, the routing rule that chose it or None): a member that routes
     (`Router.choose`) is asked, and again if it picked another router."""
@@ -216,7 +225,7 @@ class ResilientLLM:
                 return CompletionOutcome(response=response, attempts=attempts)
             except LLMError as err:
                 last_error = err
-                if not (err.retryable or err.model_level):
+                if not _worth_falling_back(err):
                     # The request itself is at fault (e.g. a plain 400): another model won't help.
                     log.warning("LLM %s failed with non-retryable %s; not falling back", model, err.error_type)
                     break

@@ -142,3 +142,34 @@ async def test_a_direct_call_names_its_purpose_and_a_wrapper_without_one_keeps_t
 
     summarise = llm_summariser(Forwarding())
     assert await summarise("long text") == "from the summary model"
+
+
+async def test_a_routed_chain_that_gives_up_falls_back_to_the_next_member(memory_handle) -> None:  # noqa: F811
+    from kernel.llm import LLMError
+
+    def overloaded(messages, tools):
+        raise LLMError("overloaded", error_type="overloaded_error", retryable=True, status_code=529)
+
+    def bad_request(messages, tools):
+        raise LLMError("bad request", error_type="invalid_request_error", status_code=400)
+
+    down = ScriptedLLM(policy=overloaded, model="down-model")
+    backup = ScriptedLLM(policy=lambda m, t: "the backup answered", model="backup-model")
+    inner = _resilient(down)
+    llm = _resilient(Router(inner, [Route.for_purposes(inner, c.LLMPurpose.STEP, name="steps")]), backup)
+
+    result = await Agent("desk", "1", llm, [], mode="function_calling").run("hello")
+
+    assert result.ok and result.answer == "the backup answered", result.error
+    assert len(down.calls) == 2 and len(backup.calls) == 1
+    chats = _chats(list(memory_handle.memory_exporter.get_finished_spans()))
+    seen = [(s.attributes[c.GEN_AI_REQUEST_MODEL], s.attributes.get(c.LLM_ROUTE_RULE),
+             s.attributes.get(c.LLM_FALLBACK_FROM)) for s in chats]
+    assert seen == [("down-model", "steps", None), ("down-model", "steps", None),
+                    ("backup-model", None, "down-model")], "the inner chain's own spans, then the fallback"
+
+    rejected = ScriptedLLM(policy=bad_request, model="strict-model")
+    unused = ScriptedLLM(policy=lambda m, t: "never", model="unused-model")
+    llm = _resilient(Router(_resilient(rejected), []), unused)
+    result = await Agent("desk", "1", llm, [], mode="function_calling").run("hello")
+    assert result.stop_reason.value == "llm_unavailable" and unused.calls == [], "a bad request is not retried elsewhere"
