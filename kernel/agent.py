@@ -27,6 +27,7 @@ from typing import Literal, TypeVar
 from kernel import telemetry
 from kernel.budgets import Budget, BudgetCheck, BudgetTracker
 from kernel.context import Compaction, Context, ContextPolicy, Summariser
+from kernel.defaults import OBSERVATION_MAX_TOKENS, SYSTEM_PROMPT
 from kernel.dispatch import dispatch
 from kernel.handoff import HandoffPolicy, hand_off
 from kernel.llm import LLM, LLMError, estimate_usage
@@ -50,11 +51,8 @@ T = TypeVar("T")
 _RUN_MEMORY_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("steplens_memory_scope", default=None)
 Mode = Literal["text", "function_calling"]
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a careful agent. Solve the user's task step by step: think, call one of the "
-    "available tools when you need information or need to act, read its result, and give the "
-    "final answer only when you are sure of it."
-)
+# The documents' three-part thought and evidence rules (kernel.defaults says why).
+DEFAULT_SYSTEM_PROMPT = SYSTEM_PROMPT
 
 FUNCTION_CALLING_FORMAT = (
     "Call a tool through the tool-calling interface with arguments that are a valid JSON object "
@@ -132,7 +130,7 @@ class Agent:
         budget: Budget | None = None,
         policy: SideEffectPolicy | None = None,
         mode: Mode = "text",
-        observation_max_tokens: int = 2000,
+        observation_max_tokens: int = OBSERVATION_MAX_TOKENS,
         loop_guard: LoopGuard | None = None,
         context_limit_tokens: int = 128_000,
         compaction_watermark: float = 0.8,

@@ -39,6 +39,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 from mcp.types import Tool as MCPTool
 
+from kernel.defaults import TOOL_TIMEOUT_S
 from kernel.tools import Tool, ToolOrigin, ToolRegistry
 from tracer.conventions import McpTransport, RiskLevel
 
@@ -88,7 +89,7 @@ class MCPToolSource:
     transport: McpTransport
     name: str | None = None
     prefix: str = ""
-    timeout_s: float = 30.0
+    timeout_s: float = TOOL_TIMEOUT_S
     connect_timeout_s: float = 15.0
     overrides: Mapping[str, MCPToolOptions] = field(default_factory=dict)
     tools: list[Tool] = field(default_factory=list, init=False)

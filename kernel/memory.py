@@ -34,6 +34,8 @@ from kernel.tools import Tool, tool
 Scorer = Callable[[str, str], float]  # (query, memory text) -> relevance in [0, 1]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# The line that opens the recalled memories in the system prompt (one "- key: value" line each follows).
+RECALL_HEADER = "What you remember about this user from earlier conversations:"
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ class Recall:
         if not self.memories:
             return ""
         lines = "\n".join(f"- {m.text}" for m in self.memories)
-        return f"What you remember about this user from earlier conversations:\n{lines}"
+        return f"{RECALL_HEADER}\n{lines}"
 
 
 def memory_scope(agent_id: str, user_id: str | None) -> str:

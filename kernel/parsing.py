@@ -34,13 +34,13 @@ EXPECTED_FORMAT = """\
 Reply in exactly one of these two forms.
 
 To call a tool:
-Thought: <your reasoning>
+Thought: <what you know; what you still need; your next action>
 Action: <tool name>
 Action Input: <the arguments as a JSON object, e.g. {"query": "weather in Paris"}>
 
 To give the final answer:
-Thought: <your reasoning>
-Final Answer: <your answer>
+Thought: <what you know from the observations, and why it answers the task>
+Final Answer: <your answer, citing the observations it rests on>
 
 Instead of the lines you may reply with one JSON object:
 {"thought": "<reasoning>", "action": "<tool name>", "args": {<arguments>}}

@@ -25,6 +25,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from kernel.defaults import TOOL_TIMEOUT_S
 from tracer.conventions import ACTION_FINISH, TOOL_TYPE_FUNCTION, RiskLevel
 
 # OpenAI's rule for function names; the strictest provider rule, so names valid here work anywhere.
@@ -58,7 +59,7 @@ class Tool:
     description: str
     parameters: dict
     handler: Callable[..., Awaitable[Any]]
-    timeout_s: float = 30.0
+    timeout_s: float = TOOL_TIMEOUT_S
     side_effect: bool = False
     risk: RiskLevel = RiskLevel.LOW
     price_usd: float | None = None
@@ -233,7 +234,7 @@ def tool(
     name: str | None = None,
     *,
     description: str | None = None,
-    timeout_s: float = 30.0,
+    timeout_s: float = TOOL_TIMEOUT_S,
     side_effect: bool = False,
     risk: RiskLevel = RiskLevel.LOW,
     price_usd: float | None = None,
@@ -245,7 +246,7 @@ def tool(
     name: str | Callable[..., Awaitable[Any]] | None = None,
     *,
     description: str | None = None,
-    timeout_s: float = 30.0,
+    timeout_s: float = TOOL_TIMEOUT_S,
     side_effect: bool = False,
     risk: RiskLevel = RiskLevel.LOW,
     price_usd: float | None = None,

@@ -1,7 +1,8 @@
 """Cutting a long observation down to a token budget.
 
 The head and the tail are kept (output usually starts with what was asked for and ends with a
-summary, an error or a stack trace) and the middle is replaced by a marker that says how much
+summary, an error or a stack trace; 60% of the kept budget to the head, 40% to the tail,
+`kernel.defaults.TRUNCATION_HEAD_SHARE`) and the middle is replaced by a marker that says how much
 was cut, so the model knows it did not see everything and can ask for less.
 
 Token counts are `kernel.tokens.estimate_tokens`. Because that estimate never grows when text
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernel.defaults import TRUNCATION_HEAD_SHARE
 from kernel.tokens import CHARS_PER_TOKEN, estimate_tokens
 
-# Share of the kept budget given to the head; the rest goes to the tail.
-HEAD_SHARE = 0.5
+# Share of the kept budget given to the head; the rest goes to the tail (kernel.defaults says why).
+HEAD_SHARE = TRUNCATION_HEAD_SHARE
 # When a cut point can move back to a line break without losing more than this share of the
 # piece, it does, so lines are not split in the middle.
 _LINE_SNAP_SHARE = 0.2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from kernel.examples.faults import FaultRates
 from kernel.examples.simulated import AgentPolicy, SimulatedLLM
 from kernel.handoff import HandoffPolicy
 from kernel.llm import ResilientLLM
+from kernel.memory import LongTermMemory
 from kernel.policy import ConfirmCallback, SideEffectPolicy
 from kernel.tools import Tool
 from kernel.types import ToolCall
@@ -160,12 +161,18 @@ def build_agent(
     policy: SideEffectPolicy | None = None,
     latency_s: tuple[float, float] = (0.0, 0.0),
     resilient: bool = True,
+    replace_tools: Sequence[Tool] = (),
+    memory: LongTermMemory | None = None,
+    handoff: HandoffPolicy | None = None,
 ) -> BuiltAgent:
     """One run's agent. Build a new one per run: the simulated model holds the run's RNG.
 
     With `resilient` the model sits behind `ResilientLLM` (2 attempts, then the spec's fallback
     model), as a production agent would; backoff is kept short so the demo stays fast.
     `policy` None means the demo approver (`demo_policy()`).
+    The demo's kernel features (kernel.examples.demo_features) come in through the last three:
+    `replace_tools` stand in for the agent's tools of the same name (e.g. an MCP server's),
+    `memory` is the agent's long-term memory, `handoff` replaces `DEMO_HANDOFF`. ReAct agents only.
     """
     spec = AGENTS.get(name)
     if spec is None:
@@ -186,15 +193,17 @@ def build_agent(
         models.append(fallback)
         llm = ResilientLLM([primary, fallback], max_attempts_per_model=2, backoff_initial_s=0.01,
                            backoff_max_s=0.05, retry_after_cap_s=0.05)
+    replacements = {t.name: t for t in replace_tools}
     agent = Agent(
         spec.name,
         version,
         llm,
-        spec.tools(version),
+        [replacements.get(t.name, t) for t in spec.tools(version)],
         system_prompt=spec.system_prompt,
         budget=spec.budget,
         policy=policy if policy is not None else demo_policy(),
         temperature=0.2,
-        handoff=DEMO_HANDOFF,
+        handoff=handoff if handoff is not None else DEMO_HANDOFF,
+        memory=memory,
     )
     return BuiltAgent(agent, models)

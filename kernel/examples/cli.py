@@ -14,7 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kernel.examples.demo import TRACES_PATH, DemoSummary, run_demo
+from kernel.examples.demo_mcp import SERVER_NAME as MCP_SERVER
+from kernel.examples.demo_memory import STORE_NAME as MEMORY_STORE
 from kernel.examples.history import ROLLOUT_SHARE
+from kernel.examples.ticket import TRANSFER_TOOL
 
 API_KEY_ENV = "STEPLENS_API_KEY"
 
@@ -107,6 +110,8 @@ def story_text(summary: DemoSummary) -> str:
         f"  runs by mode: {modes}",
         f"  scores: {summary.scores_posted:,} (helpfulness and tone by a judge on every run, correct by a reviewer "
         "on a sample); ops v2 is judged less helpful and less often correct",
+        f"  kernel features: ops reads the repository through the MCP server {MCP_SERVER} (stdio); ticket "
+        f"remembers per user ({MEMORY_STORE}) and its model hands legal threats to a human ({TRANSFER_TOOL})",
         *([f"  annotation queue failed-runs: {summary.queue.added:,} failed runs to review, "
            f"{summary.queue.labelled} labels by two reviewers (the Queues page)"] if summary.queue else []),
     ])

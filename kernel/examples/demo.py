@@ -33,6 +33,7 @@ from datetime import datetime
 from kernel import telemetry
 from kernel.examples import ticket
 from kernel.examples.catalog import AGENTS, build_agent
+from kernel.examples.demo_features import DemoFeatures, demo_features
 from kernel.examples.demo_queue import QueueResult, post_demo_queue
 from kernel.examples.demo_scores import FinishedRun, post_demo_scores
 from kernel.examples.faults import FaultRates
@@ -156,14 +157,25 @@ def release_order(runs: int, seed: int, faults: FaultRates | None = None) -> lis
     return sorted(range(runs), key=rank)
 
 
-async def execute(plan: PlannedRun, latency_s: tuple[float, float] = (0.0, 0.0)) -> tuple[RunResult, Counter[str]]:
+async def execute(plan: PlannedRun, latency_s: tuple[float, float] = (0.0, 0.0),
+                  features: DemoFeatures | None = None) -> tuple[RunResult, Counter[str]]:
     """Run one planned run; returns the result and the faults its models injected.
 
     A run with a `start` executes now with the tracer's clock shifted to that moment (the whole
     run moves, its measured durations stay); `mode` eval labels it with its evaluation run id,
-    shadow runs it under the `Shadow` policy (side effects recorded, not executed)."""
+    shadow runs it under the `Shadow` policy (side effects recorded, not executed). `features`:
+    the workload's MCP tools, memory and hand-off policy (kernel.examples.demo_features)."""
+    if features is None:
+        return await _execute(plan, latency_s, None)
+    async with features.turn(plan):
+        return await _execute(plan, latency_s, features)
+
+
+async def _execute(plan: PlannedRun, latency_s: tuple[float, float],
+                   features: DemoFeatures | None) -> tuple[RunResult, Counter[str]]:
     built = build_agent(plan.agent, plan.version, seed=plan.seed, faults=plan.faults, latency_s=latency_s,
-                        policy=Shadow() if plan.mode == "shadow" else None)
+                        policy=Shadow() if plan.mode == "shadow" else None,
+                        **(features.options(plan) if features is not None else {}))
     with contextlib.ExitStack() as scope:
         if plan.start is not None:
             scope.enter_context(shifted(plan.start.timestamp() - time.time()))
@@ -210,13 +222,13 @@ async def run_workload(
     story: Story | None = None
     if days > 0:
         story, planned = plan_history(runs, days, seed, end)
-        plans = iter(planned)
     else:
-        plans = iter(assign_sessions([plan_run(seed, index, faults) for index in release_order(runs, seed, faults)], seed))
+        planned = assign_sessions([plan_run(seed, index, faults) for index in release_order(runs, seed, faults)], seed)
+    plans = iter(planned)
 
-    async def worker() -> None:
+    async def worker(features: DemoFeatures) -> None:
         for plan in plans:
-            result, injected = await execute(plan, latency_s)
+            result, injected = await execute(plan, latency_s, features)
             groups[(plan.agent, plan.version)].add(result, injected)
             modes[plan.mode] += 1
             if result.trace_id:
@@ -226,7 +238,8 @@ async def run_workload(
             if callable(on_run):
                 on_run()
 
-    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, runs or 1)))))
+    async with demo_features(planned) as features:  # the MCP server, memory and hand-off of these runs
+        await asyncio.gather(*(worker(features) for _ in range(max(1, min(concurrency, runs or 1)))))
     return DemoSummary(seed=seed, groups=groups, seconds=time.monotonic() - started, trace_ids=trace_ids,
                        modes=modes, story=story, finished=finished)
 

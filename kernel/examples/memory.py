@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kernel.dispatch import ERROR_PREFIX, NOT_EXECUTED_PREFIX, parse_error_observation
+from kernel.memory import RECALL_HEADER
 from kernel.parsing import parse_response
 from kernel.types import LLMResponse, Message, ToolCall
 from tracer.conventions import ParseStatus, ToolErrorCode
@@ -47,6 +48,23 @@ class Memory:
     turns: list[Turn] = field(default_factory=list)
     # Stable for the whole run (set by the model): for choices a model makes once and sticks to.
     seed: int = 0
+
+    def offers(self, tool: str) -> bool:
+        """Is `tool` among the tools the prompt lists (text mode: "- name: description")?"""
+        return f"\n- {tool}: " in self.system or self.system.startswith(f"- {tool}: ")
+
+    @property
+    def recalled(self) -> list[str]:
+        """The long-term memories the agent put in the system prompt ("key: value" each)."""
+        if RECALL_HEADER not in self.system:
+            return []
+        block = self.system.split(RECALL_HEADER, 1)[1].lstrip("\n")
+        lines: list[str] = []
+        for line in block.split("\n"):
+            if not line.startswith("- "):
+                break
+            lines.append(line[2:])
+        return lines
 
     @property
     def last(self) -> Turn | None:

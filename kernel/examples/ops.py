@@ -96,6 +96,18 @@ _FILES: dict[str, str] = {
 }
 
 
+READ_REPO_FILE_DESCRIPTION = "Read a file of the infrastructure repository (configs under deploy/<service>/)."
+
+
+def read_file(path: str) -> str:
+    """A file of the repository; `NotFound` for any other path. Shared by the local tool and the
+    demo's MCP server (kernel.examples.demo_mcp_server), so both answer alike."""
+    content = _FILES.get(path.strip().lstrip("/"))
+    if content is None:
+        raise NotFound("file", path, "configs live at deploy/<service>/config.yaml")
+    return content
+
+
 def build_tools(version: str) -> list[Tool]:
     """The three read-only tools. Only `search_logs`'s description depends on the version."""
 
@@ -119,12 +131,9 @@ def build_tools(version: str) -> list[Tool]:
         lines = [line for line in _LOGS[service] if any(w in line.lower() for w in words)] or []
         return {"service": service, "query": query, "matches": lines}
 
-    @tool(description="Read a file of the infrastructure repository (configs under deploy/<service>/).")
+    @tool(description=READ_REPO_FILE_DESCRIPTION)
     async def read_repo_file(path: str) -> str:
-        content = _FILES.get(path.strip().lstrip("/"))
-        if content is None:
-            raise NotFound("file", path, "configs live at deploy/<service>/config.yaml")
-        return content
+        return read_file(path)
 
     return [query_metrics, search_logs, read_repo_file]
 

@@ -39,6 +39,12 @@ FALLBACK_MODEL = "gpt-4.1-mini"
 PROVIDER = "openai"
 BUDGET = Budget(max_steps=8, max_input_tokens=12_000, max_consecutive_errors=3)
 REFUND_APPROVAL_LIMIT_USD = 150.0
+# The hand-off policy's escalation tool in the demo (kernel.examples.demo_handoff): offered, the
+# model transfers legal threats to a person instead of answering them itself.
+TRANSFER_TOOL = "transfer_to_human"
+# The long-term memory tool `Agent(memory=...)` registers (kernel.memory); offered, the model
+# keeps what a later conversation about the same order should know.
+REMEMBER_TOOL = "remember"
 
 SYSTEM_PROMPT = (
     "You are a customer-service agent for an online shop. Read the ticket, look up the facts "
@@ -234,6 +240,30 @@ def _kind(task: str) -> str:
     return "where_is"
 
 
+def _memory_key(oid: str) -> str:
+    return f"order {oid}"
+
+
+def _remember(memory: Memory, oid: str, fact: str) -> Act | None:
+    """Keep `fact` about the order for the customer's later conversations, once per run, when the
+    agent has long-term memory (its `remember` tool is offered); None: nothing to do."""
+    if not memory.offers(REMEMBER_TOOL) or memory.tried(REMEMBER_TOOL):
+        return None
+    return Act(REMEMBER_TOOL, {"key": _memory_key(oid), "value": fact},
+               "I know what happened to this order; a later conversation needs it; next action: remember it.")
+
+
+def _earlier(memory: Memory, oid: str) -> str | None:
+    """What long-term memory recalled about this order from the customer's earlier conversations."""
+    prefix = f"{_memory_key(oid)}: "
+    return next((line[len(prefix):] for line in memory.recalled if line.startswith(prefix)), None)
+
+
+def _earlier_note(memory: Memory, oid: str) -> str:
+    earlier = _earlier(memory, oid)
+    return f" (From your earlier conversation about {oid}: {earlier}.)" if earlier else ""
+
+
 class TicketPolicy:
     """Look the order up, then act according to the ticket. Implements `AgentPolicy`."""
 
@@ -249,6 +279,10 @@ class TicketPolicy:
             escalation = {"escalation_id": "pending"}
 
         if kind == "legal_threat":
+            if memory.offers(TRANSFER_TOOL):
+                return Act(TRANSFER_TOOL, {"reason": f"legal threat about order {oid} on ticket {ticket}"},
+                           "I know the customer threatens legal action; I need a person with authority; "
+                           "next action: transfer the conversation to a human.")
             if escalation is None:
                 return Act("escalate_to_human", {"ticket_id": ticket, "reason": f"legal threat about order {oid}"},
                            "The customer threatens legal action; this needs a human.")
@@ -289,9 +323,13 @@ class TicketPolicy:
             late = " It is delayed at the carrier, sorry." if shipment["status"] == "delayed" else ""
             summary = (f"Your order {oid} is on its way with {shipment['carrier']}; expected delivery {shipment['eta']}."
                        f"{late}")
+            if late:
+                fact = f"shipment delayed at {shipment['carrier']}, ETA {shipment['eta']} (ticket {ticket})"
+                if (keep := _remember(memory, oid, fact)) is not None and resolved:
+                    return keep
         if not resolved:
             return Act("resolve_ticket", {"ticket_id": ticket, "resolution": summary}, "I have the facts; close it.")
-        return Answer(summary, "Ticket resolved; answer the customer.")
+        return Answer(summary + _earlier_note(memory, oid), "Ticket resolved; answer the customer.")
 
     def _refund(self, memory: Memory, ticket: str, order: dict, resolved: bool, escalation: Any) -> Intent:
         oid = order["order_id"]
@@ -300,6 +338,16 @@ class TicketPolicy:
         if refund is None and memory.recorded("create_refund_request"):
             return Answer(f"Your refund request for order {oid} has been recorded and is awaiting review; "
                           "we will confirm by email.", "The refund is recorded for review.")
+        earlier = _earlier(memory, oid)
+        if refund is None and refused is None and earlier is not None and "refund R-" in earlier:
+            # Long-term memory: this customer's refund for the order was submitted in an earlier
+            # conversation; a second one would pay twice.
+            text = (f"A refund for order {oid} was already submitted in an earlier conversation ({earlier}); "
+                    "it reaches your card in 3-5 business days.")
+            if not resolved:
+                return Act("resolve_ticket", {"ticket_id": ticket, "resolution": text},
+                           "I remember the refund was already submitted; close this duplicate ticket.")
+            return Answer(text, "Tell the customer the refund is on its way.")
         if refund is None and refused is None:
             return Act("create_refund_request", {"order_id": oid, "amount_usd": order["total_usd"],
                                                  "reason": f"{order['item']} arrived damaged"},
@@ -309,13 +357,19 @@ class TicketPolicy:
                     f"({refund['refund_id']}); it reaches your card in 3-5 business days.")
             if not resolved:
                 return Act("resolve_ticket", {"ticket_id": ticket, "resolution": text}, "Refund done; close it.")
+            fact = f"refund {refund['refund_id']} of ${refund['amount_usd']:.2f} submitted (ticket {ticket})"
+            if (keep := _remember(memory, oid, fact)) is not None:
+                return keep
             return Answer(text, "Tell the customer.")
         if escalation is None:
             return Act("escalate_to_human", {"ticket_id": ticket, "reason": f"refund for {oid} needs approval"},
                        "The refund was not approved automatically; a human must decide.")
+        fact = f"refund needs approval, escalated as {escalation['escalation_id']} (ticket {ticket})"
+        if (keep := _remember(memory, oid, fact)) is not None:
+            return keep
         return Answer(f"Your refund request for order {oid} has been escalated to a colleague who can approve "
-                      f"it ({escalation['escalation_id']}); you will hear from us within 4 hours.",
-                      "Escalated; tell the customer.")
+                      f"it ({escalation['escalation_id']}); you will hear from us within 4 hours."
+                      + _earlier_note(memory, oid), "Escalated; tell the customer.")
 
     def made_up_answer(self, memory: Memory, rng: random.Random) -> str:
         oid = (_ORDER_RE.findall(memory.task) or ["your order"])[0]

@@ -5,6 +5,11 @@ layer retries what is transient (429, 5xx, timeouts, dropped connections) with e
 backoff + jitter (honouring a capped Retry-After), then falls back to the next model; it gives
 up with `LLMUnavailable` only when the whole chain is exhausted, so the loop has one exception
 to map to stop reason `llm_unavailable`.
+
+A chain member may be a `Router`: the call's purpose (step, plan, replan, summary, judge) reaches
+it, and the route is resolved here, before the attempts, so each attempt's chat span names the
+model the router picked and the rule that picked it (as when the router is called directly), and
+retries and fallbacks stay one span per real attempt.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -23,11 +28,15 @@ from kernel.llm.base import LLM, AttemptRecord, LLMError, LLMUnavailable, classi
 from kernel.llm.scope import (
     AttemptRequest,
     AttemptScope,
+    NullAttemptScope,
     ScopeFactory,
     attempt_request,
+    call_labels,
+    current_call_labels,
     guarded,
 )
 from kernel.types import LLMResponse, Message
+from tracer.conventions import LLMPurpose
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +53,33 @@ def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, LLMError) and exc.retryable
 
 
+def _worth_falling_back(err: LLMError) -> bool:
+    """Could the next model help? Not when the request itself is at fault (a plain 400). A member
+    that is a chain of its own (a ResilientLLM a Router chose) gives up with `LLMUnavailable`,
+    judged by the error that ended it."""
+    if isinstance(err, LLMUnavailable) and isinstance(err.__cause__, LLMError):
+        err = err.__cause__
+    return err.retryable or err.model_level
+
+
+def resolve_route(llm: LLM, purpose: str, messages: list[Message]) -> tuple[LLM, str | None]:
+    """(the LLM that will answer, the routing rule that chose it or None): a member that routes
+    (`Router.choose`) is asked, and again if it picked another router."""
+    rule: str | None = None
+    for _ in range(8):  # routers of routers, bounded: a cycle of routers must not hang the call
+        choose = getattr(llm, "choose", None)
+        if not (getattr(llm, "routes_by_purpose", False) and callable(choose)):
+            break
+        llm, rule = choose(purpose, messages)
+    return llm, rule
+
+
+def call_purpose(purpose: str | None) -> str:
+    """The purpose given, else the one of the call in progress (set by `kernel.telemetry.complete`
+    around every kernel call site), else `step`."""
+    return str(purpose or current_call_labels().purpose or LLMPurpose.STEP)
+
+
 class ResilientLLM:
     """Implements `LLM` over a chain of LLMs: retry each, then fall back to the next.
 
@@ -58,6 +94,8 @@ class ResilientLLM:
 
     # Each attempt gets its own chat span (attempt_scope), so callers must not wrap it in another.
     emits_chat_spans = True
+    # kernel.telemetry.complete passes the call's purpose, for the Routers in the chain.
+    routes_by_purpose = True
 
     def __init__(
         self,
@@ -119,10 +157,11 @@ class ResilientLLM:
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        purpose: str | None = None,
     ) -> LLMResponse:
         try:
             outcome = await self.complete_with_attempts(
-                messages, tools, temperature=temperature, max_tokens=max_tokens
+                messages, tools, temperature=temperature, max_tokens=max_tokens, purpose=purpose
             )
         except LLMUnavailable as err:
             self.last_attempts = err.attempts
@@ -137,12 +176,29 @@ class ResilientLLM:
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        purpose: str | None = None,
+    ) -> CompletionOutcome:
+        """`purpose` (conventions.LLMPurpose) is what routing members route on; None: the purpose
+        of the kernel call in progress, else `step`."""
+        purpose = call_purpose(purpose)
+        with call_labels(purpose=purpose):
+            return await self._complete_chain(messages, tools, temperature, max_tokens, purpose)
+
+    async def _complete_chain(
+        self,
+        messages: list[Message],
+        tools: list[dict] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        purpose: str,
     ) -> CompletionOutcome:
         attempts: list[AttemptRecord] = []
         last_error: LLMError | None = None
         prev_model: str | None = None
-        for llm in self.chain:
+        for member in self.chain:
+            llm, rule = resolve_route(member, purpose, messages)
             model, provider = describe(llm)
+            labels = {"route_rule": rule, "route_model": model} if rule is not None else {}
             retrying = AsyncRetrying(
                 stop=stop_after_attempt(self.max_attempts_per_model),
                 wait=self._wait,
@@ -152,7 +208,7 @@ class ResilientLLM:
             )
             try:
                 async for ctl in retrying:
-                    with ctl:
+                    with ctl, call_labels(**labels):
                         response = await self._attempt(
                             llm,
                             attempts,
@@ -164,11 +220,12 @@ class ResilientLLM:
                             tools=tools,
                             temperature=temperature,
                             max_tokens=max_tokens,
+                            purpose=purpose,
                         )
                 return CompletionOutcome(response=response, attempts=attempts)
             except LLMError as err:
                 last_error = err
-                if not (err.retryable or err.model_level):
+                if not _worth_falling_back(err):
                     # The request itself is at fault (e.g. a plain 400): another model won't help.
                     log.warning("LLM %s failed with non-retryable %s; not falling back", model, err.error_type)
                     break
@@ -189,18 +246,25 @@ class ResilientLLM:
         tools: list[dict] | None,
         temperature: float | None,
         max_tokens: int | None,
+        purpose: str,
     ) -> LLMResponse:
         def make() -> AbstractContextManager[AttemptScope]:
+            if getattr(llm, "emits_chat_spans", False):
+                # e.g. a ResilientLLM behind a Router in this chain: it opens its own attempt spans
+                return nullcontext(NullAttemptScope())
             return self.attempt_scope(
                 model=model, provider=provider, attempt=attempt, fallback_from=fallback_from
             )
 
+        kwargs: dict = {"temperature": temperature, "max_tokens": max_tokens}
+        if getattr(llm, "routes_by_purpose", False):
+            kwargs["purpose"] = purpose
         started = time.perf_counter()
         request = AttemptRequest(messages, tools, temperature, max_tokens)
         with attempt_request(request), guarded(make) as scope:
             scope.record_request(messages=messages, tools=tools, temperature=temperature, max_tokens=max_tokens)
             try:
-                response = await llm.complete(messages, tools, temperature=temperature, max_tokens=max_tokens)
+                response = await llm.complete(messages, tools, **kwargs)
             except Exception as exc:
                 err = classify_exception(exc)
                 scope.record_error(err)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kernel.llm.base import LLM, describe
-from kernel.llm.scope import call_labels
+from kernel.llm.scope import call_labels, current_call_labels
 from kernel.types import LLMResponse, Message
 from tracer.conventions import ROUTE_DEFAULT, LLMPurpose
 
@@ -100,11 +100,13 @@ class Router:
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
-        purpose: str = LLMPurpose.STEP,
+        purpose: str | None = None,
     ) -> LLMResponse:
+        """`purpose` None: the purpose of the kernel call in progress (it reaches a Router inside
+        any wrapper that forwards `complete` without it), else `step`."""
         from kernel import telemetry  # kernel.telemetry imports kernel.llm: resolve at call time
 
-        purpose = str(purpose)
+        purpose = str(purpose or current_call_labels().purpose or LLMPurpose.STEP)
         llm, rule = self.choose(purpose, messages)
         # The selected LLM's own chat span(s), or one around it when it is a plain adapter; each
         # records the purpose, this rule and the model it picked.

@@ -34,3 +34,21 @@ def test_readme_router_example_runs_and_its_compactions_reach_the_server(ingest_
     steps = [s for s in spans.values() if s["name"] == "chat big-model"]
     assert len(steps) == 4
     assert {(s["attributes"][c.LLM_PURPOSE], s["attributes"][c.LLM_ROUTE_RULE]) for s in steps} == {("step", "default")}
+
+
+def test_readme_resilient_router_example_routes_the_plan_then_falls_back(ingest_server) -> None:  # noqa: F811
+    """The second snippet: a Router inside ResilientLLM gets the plan call's purpose (it used to see
+    `step` and ask the default model); the stored chat spans name the routed model and rule per
+    attempt and the fallback."""
+    out = run_example(python_blocks("Routing models by purpose and compacting the context")[1], ingest_server.http_url)
+    *printed, trace_id = out.stdout.split()
+    assert " ".join(printed) == "True 4.5 [('strong-model', 1), ('strong-model', 2), ('backup-model', 1)]"
+
+    ingest_server.store.wait_loaded(10)
+    trace = fetch_trace(ingest_server.http_url, trace_id)
+    chats = sorted((s for s in trace["spans"] if s["name"].startswith("chat ")), key=lambda s: s["start_time"])
+    seen = [(s["name"], s["attributes"][c.LLM_PURPOSE], s["attributes"].get(c.LLM_ROUTE_RULE),
+             s["attributes"].get(c.LLM_FALLBACK_FROM)) for s in chats]
+    assert seen == [("chat strong-model", "plan", "planner", None), ("chat strong-model", "plan", "planner", None),
+                    ("chat backup-model", "plan", None, "strong-model")]
+    assert [s["status"] == "ERROR" or s["attributes"].get("error.type") is not None for s in chats] == [True, True, False]

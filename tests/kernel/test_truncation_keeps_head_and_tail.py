@@ -8,6 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kernel.defaults import TRUNCATION_HEAD_SHARE
 from kernel.tokens import estimate_tokens
 from kernel.truncation import truncate_observation
 
@@ -34,8 +35,10 @@ def test_long_text_keeps_head_and_tail_and_states_the_cut() -> None:
     # Cuts fall on line boundaries, and what is kept is verbatim from the original.
     assert head.endswith("\n") and tail.startswith("\n")
     assert text.startswith(head) and text.endswith(tail.lstrip("\n"))
-    # Head and tail share the budget.
-    assert abs(estimate_tokens(head) - estimate_tokens(tail)) < 30
+    # The head gets 60% of what is kept, the tail 40% (kernel.defaults.TRUNCATION_HEAD_SHARE).
+    kept_head, kept_tail = estimate_tokens(head), estimate_tokens(tail)
+    assert kept_head > kept_tail
+    assert abs(kept_head / (kept_head + kept_tail) - TRUNCATION_HEAD_SHARE) < 0.06, (kept_head, kept_tail)
 
 
 def test_cjk_text_is_budgeted_per_character() -> None:

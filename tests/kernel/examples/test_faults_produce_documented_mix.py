@@ -119,9 +119,12 @@ async def test_other_seeds_give_other_runs(seed: int) -> None:
 
 
 # Seed 0, 300 runs. A change here means the simulation (or the kernel's reaction to it) changed:
-# look at why before updating the numbers. (Last change: the cost-comparison planner joined the mix
-# at 20%, shifting which agent each run index draws; its runs add replan_exhausted and planner faults.)
-EXPECTED_STOP_REASONS = {"cost_budget": 2, "finish": 283, "llm_unavailable": 5, "max_steps": 2, "replan_exhausted": 2,
-                         "token_budget": 2, "tool_error_exhausted": 2, "unparsable_exhausted": 2}
-EXPECTED_FAULTS = {"format_jitter": 113, "ignore_error": 21, "outage": 61, "ramble": 45, "repeat": 63,
-                   "unparsable": 29, "wrong_tool": 32}
+# look at why before updating the numbers. (Last change: the demo's kernel features. The ticket
+# agent transfers legal threats to a human with its escalation tool, 23 `handoff` runs that used to
+# finish, and remembers refunds, escalations and delays, one more step in those runs: more draws per
+# run, so a few more faults, and one more max_steps and tool_error_exhausted run each.)
+EXPECTED_STOP_REASONS = {"cost_budget": 2, "finish": 258, "handoff": 23, "llm_unavailable": 5, "max_steps": 3,
+                         "replan_exhausted": 2, "token_budget": 2, "tool_error_exhausted": 3,
+                         "unparsable_exhausted": 2}
+EXPECTED_FAULTS = {"format_jitter": 117, "ignore_error": 21, "outage": 61, "ramble": 46, "repeat": 67,
+                   "unparsable": 30, "wrong_tool": 35}
