@@ -18,41 +18,9 @@ import pytest
 import tracer
 from ingest.config import Settings
 from ingest.schema import MIGRATIONS, PLAN_SPAN_CONTEXT, PLAN_SPANS_CONTEXT_MIGRATION
-from kernel.llm import ScriptedLLM
-from kernel.plan import BreakerConfig, PlanAndExecuteAgent, PlanRunResult
-from tests.ingest.api.plan_runs import global_run, oscillation_run, patch_run
+from tests.ingest.api.replan_context_runs import AGENT, run_all
 from tests.ingest.conftest import _ServerThread
-from tests.kernel.plan.toolkit import World, plan_json, step
 from tracer.conventions import ReplanVerdict
-
-AGENT = "planner"
-
-
-async def _goal_change_run() -> PlanRunResult:
-    world = World()
-    world.change_goal_to = "Only list the orders."
-    llm = ScriptedLLM([
-        plan_json(step("E1", "get_orders", {"customer": "ghost one"})),
-        plan_json(step("a", "get_orders", {"customer": "ghost two"}, replaces="E1"), cause="another name"),
-        plan_json(step("r", "report", {"total": 1}),
-                  step("g", "get_orders", {"customer": "ghost three"}, depends_on=["r"]), cause="report first"),
-        plan_json(step("n", "get_orders", {"customer": "ghost four"}), cause="new goal"),
-        plan_json(step("s", "search_orders", {"name": "ghost"}, replaces="E1"), answer="#s.rows", cause="search"),
-    ])
-    agent = PlanAndExecuteAgent(AGENT, "3.0", llm, world.registry(),
-                                breakers=BreakerConfig(max_replans=10, normalise_literals=False))
-    return await agent.run("ghost's spend", inbox=world.inbox)
-
-
-async def _gate_run() -> PlanRunResult:
-    llm = ScriptedLLM([plan_json(step("E1", "get_orders", {"customer": "ghost"}), step("E2", "quote", {"symbol": "X"}))])
-    agent = PlanAndExecuteAgent(AGENT, "3.0", llm, World().registry(), breakers=BreakerConfig(min_tool_calls=5))
-    return await agent.run("spend")
-
-
-async def _all() -> dict[str, PlanRunResult]:
-    return {"goal": await _goal_change_run(), "gate": await _gate_run(), "patch": await patch_run(),
-            "global": await global_run(), "oscillation": await oscillation_run()}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +32,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Any:
         handle = tracer.setup(service_name="replan-context", endpoint=f"{server.http_url}/v1/traces",
                               schedule_delay_ms=50)
         try:
-            results = asyncio.run(_all())
+            results = asyncio.run(run_all())
         finally:
             assert handle.shutdown(10)
         assert server.store.wait_loaded(30)
