@@ -125,3 +125,15 @@ async def test_a_gate_refusal_hands_off_as_a_replan_breaker(memory_trace: Tracin
     assert len(hook.calls) == 1
     [run] = [s for s in memory_trace.memory_exporter.get_finished_spans() if s.name == "invoke_agent pe"]
     assert run.attributes[c.RUN_HANDOFF_REASON] == "replan_breaker"
+
+
+async def test_a_closed_memory_store_costs_the_plan_its_memories_not_the_run(tmp_path: Path, caplog) -> None:
+    store = SQLiteMemoryStore(tmp_path / "plans.sqlite")
+    memory = LongTermMemory(store)
+    memory.write(memory_scope("pe@1", "alice"), "orders customer", "alice orders as acme")
+    store.close()  # every recall now fails
+    llm = ScriptedLLM([plan_json(step("E1", "search_orders", {"name": "acme"}), answer="#E1.rows")])
+    result = await PlanAndExecuteAgent("pe", "1", llm, World().registry(), memory=memory).run("orders", user_id="alice")
+    assert result.ok, result.error
+    assert "What you remember" not in llm.calls[0].messages[0].content
+    assert "memory recall failed" in caplog.text
