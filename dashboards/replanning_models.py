@@ -77,6 +77,49 @@ class RunReplanCost(_Model):
     run_cost_usd: float | None = None
 
 
+class RouteRow(_Model):
+    rule: str | None = None
+    granularity: str | None = None
+    replans: int = 0
+    escalated: int = 0
+    escalation_resets: int = 0
+    examples: list[str] = Field(default_factory=list)
+
+
+class ReplanSteps(_Model):
+    kept: int = 0
+    dropped: int = 0
+    added: int = 0
+    stale_results: int = 0
+    void_results: int = 0
+
+
+class ReplanDetail(_Model):
+    trace_id: str
+    start_time: datetime | None = None
+    agent: str | None = None
+    version: str | None = None
+    from_version: int | None = None
+    to_version: int | None = None
+    granularity: str | None = None
+    route_rule: str | None = None
+    route_escalated: bool | None = None
+    escalation_reset: bool | None = None
+    cause: str | None = None
+    failed_step: str | None = None
+    verdict: str | None = None
+    refusal: str | None = None
+    kept: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
+    lessons: list[str] = Field(default_factory=list)
+    variables_clean: int | None = None
+    variables_stale: int | None = None
+    variables_void: int | None = None
+    tool_calls: int | None = None
+    budget_used_tokens: int | None = None
+
+
 class Replanning(_Model):
     plan_runs: int = 0
     runs_with_replans: int = 0
@@ -93,3 +136,6 @@ class Replanning(_Model):
     versions: list[VersionsRow] = Field(default_factory=list)
     cost: ReplanCost = Field(default_factory=ReplanCost)
     runs: list[RunReplanCost] = Field(default_factory=list)
+    routes: list[RouteRow] = Field(default_factory=list)
+    steps: ReplanSteps = Field(default_factory=ReplanSteps)
+    recent_replans: list[ReplanDetail] = Field(default_factory=list)

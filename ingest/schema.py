@@ -281,13 +281,16 @@ def _attr(name: str, sql_type: str) -> str:
     """A typed attribute of spans row `s`; `name` is a conventions constant, never user input.
     Integers go through DOUBLE so that a client sending `2.0` for a version still counts."""
     text = f"json_extract_string(s.attributes, '$.\"{name}\"')"
-    if sql_type == "INTEGER":
-        return f"TRY_CAST(TRY_CAST({text} AS DOUBLE) AS INTEGER)"
+    if sql_type in ("INTEGER", "BIGINT"):
+        return f"TRY_CAST(TRY_CAST({text} AS DOUBLE) AS {sql_type})"
+    if sql_type.endswith("[]"):  # an array attribute: the JSON list itself (a scalar gives NULL)
+        return f"TRY_CAST(json_extract(s.attributes, '$.\"{name}\"') AS {sql_type})"
     return f"TRY_CAST({text} AS {sql_type})"
 
 
-# The plan_spans row of spans row `s` with usage row `u` (LEFT JOINed; NULL when no LLM call under it).
-PLAN_SPAN_COLUMNS = f"""
+# The plan_spans row of spans row `s` with usage row `u` (LEFT JOINed; NULL when no LLM call under it),
+# as of schema version 5 (the backfill of that version inserts exactly these).
+PLAN_SPAN_COLUMNS_V5 = f"""
     s.project, s.trace_id, s.span_id, s.operation, s.start_time, s.end_time, s.status, s.error_type,
     {_attr(c.PLAN_VERSION, "INTEGER")} AS plan_version,
     {_attr(c.PLAN_STEPS, "INTEGER")} AS plan_steps,
@@ -303,6 +306,36 @@ PLAN_SPAN_COLUMNS = f"""
     coalesce(u.output_tokens, 0) AS output_tokens,
     u.llm_cost_usd
 """
+
+# What the replanner was given and what it changed (replan spans; NULL on plan spans and on spans
+# of clients that do not send them): column -> (conventions attribute, SQL type).
+PLAN_SPAN_CONTEXT: dict[str, tuple[str, str]] = {
+    "route_rule": (c.REPLAN_ROUTE_RULE, "VARCHAR"),
+    "route_escalated": (c.REPLAN_ROUTE_ESCALATED, "BOOLEAN"),
+    "escalation_reset": (c.REPLAN_ESCALATION_RESET, "BOOLEAN"),
+    "lessons": (c.REPLAN_LESSONS, "VARCHAR[]"),
+    "variables_clean": (c.REPLAN_VARIABLES_CLEAN, "INTEGER"),
+    "variables_stale": (c.REPLAN_VARIABLES_STALE, "INTEGER"),
+    "variables_void": (c.REPLAN_VARIABLES_VOID, "INTEGER"),
+    "kept": (c.REPLAN_KEPT, "VARCHAR[]"),
+    "dropped": (c.REPLAN_DROPPED, "VARCHAR[]"),
+    "added": (c.REPLAN_ADDED, "VARCHAR[]"),
+    "tool_calls": (c.REPLAN_TOOL_CALLS, "INTEGER"),
+    "budget_used_tokens": (c.REPLAN_BUDGET_USED_TOKENS, "BIGINT"),
+    "refusal": (c.REPLAN_REFUSAL, "VARCHAR"),
+}
+PLAN_SPAN_COLUMNS = PLAN_SPAN_COLUMNS_V5 + "".join(
+    f",\n    {_attr(attr, sql_type)} AS {column}" for column, (attr, sql_type) in PLAN_SPAN_CONTEXT.items()
+)
+# The columns added to plan_spans, and their values for the rows stored before them.
+PLAN_SPANS_CONTEXT_MIGRATION = [
+    *(f"ALTER TABLE plan_spans ADD COLUMN IF NOT EXISTS {column} {sql_type}"
+      for column, (_, sql_type) in PLAN_SPAN_CONTEXT.items()),
+    "UPDATE plan_spans SET " + ", ".join(f"{column} = {_attr(attr, sql_type)}"
+                                          for column, (attr, sql_type) in PLAN_SPAN_CONTEXT.items())
+    + " FROM spans s WHERE s.project = plan_spans.project AND s.trace_id = plan_spans.trace_id"
+      " AND s.span_id = plan_spans.span_id",
+]
 
 # LLM usage per parent span, aggregated from spans rows `l` (chat spans).
 PLAN_SPAN_USAGE = """
@@ -321,7 +354,7 @@ u AS (
     WHERE l.operation = '{Op.LLM.value}'
     GROUP BY l.project, l.trace_id, l.parent_span_id
 )
-SELECT {PLAN_SPAN_COLUMNS}
+SELECT {PLAN_SPAN_COLUMNS_V5}
 FROM p s LEFT JOIN u ON u.project = s.project AND u.trace_id = s.trace_id AND u.span_id = s.span_id
 """
 
@@ -911,4 +944,5 @@ MIGRATIONS: list[list[str]] = [
     [EVALUATIONS_DDL],  # online evaluators: the outcome of each (rule, run) evaluation
     RUNS_HANDOFF,  # runs handed to a human: hand-off reason and target from the run span
     RUNS_TASK,  # runs an async task's runner started: the task id from the run span
+    PLAN_SPANS_CONTEXT_MIGRATION,  # replan spans: route, lessons, variable health, kept/dropped/added, refusal
 ]

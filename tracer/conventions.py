@@ -117,6 +117,8 @@ class ReplanVerdict(StrEnum):
     TOTAL_BREAKER = "total_breaker"
     TOKEN_GATE = "token_gate"
     OSCILLATION = "oscillation"
+    REPLAN_BUDGET = "replan_budget"  # the run's cumulative replanning budget (tokens) would be passed
+    TOOL_CALL_GATE = "tool_call_gate"  # too few tool calls (new evidence) since the last plan
 
 
 class OperationClass(StrEnum):
@@ -297,6 +299,24 @@ REPLAN_VERDICT = "steplens.replan.verdict"
 REPLAN_FROM_VERSION = "steplens.replan.from_version"
 REPLAN_TO_VERSION = "steplens.replan.to_version"
 REPLAN_REEXECUTION_COST_USD = "steplens.replan.reexecution_cost_usd"
+# What the replanner was given and what it changed (kernel/plan/agent.py), on every replan span:
+REPLAN_ROUTE_RULE = "steplens.replan.route.rule"  # the granularity the router's rules gave
+REPLAN_ROUTE_ESCALATED = "steplens.replan.route.escalated"  # raised because the same failure came back
+REPLAN_ESCALATION_RESET = "steplens.replan.escalation_reset"  # a goal change cleared the router's memory
+REPLAN_LESSONS = "steplens.replan.lessons"  # content (string[]): the lesson book the replanner got
+REPLAN_VARIABLES_CLEAN = "steplens.replan.variables.clean"  # results usable as they are
+REPLAN_VARIABLES_STALE = "steplens.replan.variables.stale"  # results computed for an older plan
+REPLAN_VARIABLES_VOID = "steplens.replan.variables.void"  # results that must not be read
+REPLAN_KEPT = "steplens.replan.kept"  # string[]: step ids carried into the new version
+REPLAN_DROPPED = "steplens.replan.dropped"  # string[]: step ids the new version no longer has
+REPLAN_ADDED = "steplens.replan.added"  # string[]: new step ids
+REPLAN_TOOL_CALLS = "steplens.replan.tool_calls"  # tool calls since the last plan (the tool-call gate)
+REPLAN_BUDGET_USED_TOKENS = "steplens.replan.budget.used_tokens"  # replanner tokens spent before this one
+REPLAN_REFUSAL = "steplens.replan.refusal"  # why a breaker, gate or guard refused (verdict not admitted)
+# One event on a refused replan span: which breaker/gate/guard (the verdict) and its reason.
+EVENT_REPLAN_GUARD = "steplens.replan_guard"
+REPLAN_GUARD_RULE = "steplens.replan_guard.rule"
+REPLAN_GUARD_REASON = "steplens.replan_guard.reason"
 
 # Event on a span that did not fail but was cut short because its run was cancelled (a cancelled
 # tool call is not a tool error: tool `error.type` stays within ToolErrorCode).
@@ -528,6 +548,7 @@ GUARD_PREVIOUS_STEP = "steplens.guard.previous_step"  # the step of the call it 
 GUARD_MESSAGE = "steplens.guard.message"  # content: what the model was told instead
 STEP_GUARD_EVENTS = "steplens.step.guard_events"  # on the step span: how many refusals it had
 CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {GUARD_MESSAGE}
+CONTENT_ATTRIBUTES = CONTENT_ATTRIBUTES | {REPLAN_LESSONS}  # lessons quote tool errors
 
 
 # --------------------------------------------------------------------------------------------

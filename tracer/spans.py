@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -735,6 +735,55 @@ class ReplanScope(SpanScope):
         if reexecution_cost_usd is not None:
             attrs[c.REPLAN_REEXECUTION_COST_USD] = _float(reexecution_cost_usd)
         _set(self.span, attrs)
+
+    def record_context(
+        self,
+        *,
+        route_rule: str,
+        escalated: bool,
+        escalation_reset: bool,
+        lessons: Sequence[str],
+        variables: Mapping[str, int],
+        tool_calls: int,
+        budget_used_tokens: int,
+    ) -> None:
+        """What the replanner was given: the router's decision, the lesson book (content), the
+        variable table's health counts, the evidence and budget the gates looked at."""
+        if not self.recording:
+            return
+        attrs: dict[str, Any] = {
+            c.REPLAN_ROUTE_RULE: _val(route_rule),
+            c.REPLAN_ROUTE_ESCALATED: bool(escalated),
+            c.REPLAN_VARIABLES_CLEAN: _int(variables.get("clean", 0)),
+            c.REPLAN_VARIABLES_STALE: _int(variables.get("stale", 0)),
+            c.REPLAN_VARIABLES_VOID: _int(variables.get("void", 0)),
+            c.REPLAN_TOOL_CALLS: _int(tool_calls),
+            c.REPLAN_BUDGET_USED_TOKENS: _int(budget_used_tokens),
+        }
+        if escalation_reset:
+            attrs[c.REPLAN_ESCALATION_RESET] = True
+        policy = _state.policy()
+        texts = [t for t in (policy.text(x) for x in lessons) if t is not None]
+        if texts:
+            attrs[c.REPLAN_LESSONS] = texts
+        _set(self.span, attrs)
+
+    def record_steps(self, *, kept: Sequence[str], dropped: Sequence[str], added: Sequence[str]) -> None:
+        """What the new version changed: step ids kept, dropped and added (ids, never content)."""
+        if self.recording:
+            self.span.set_attributes({c.REPLAN_KEPT: [str(x) for x in kept],
+                                      c.REPLAN_DROPPED: [str(x) for x in dropped],
+                                      c.REPLAN_ADDED: [str(x) for x in added]})
+
+    def refused(self, verdict: str, reason: str) -> None:
+        """A breaker, gate or guard said no: the reason as an attribute and a `steplens.replan_guard`
+        event (the reason names limits and counts, never content)."""
+        if not self.recording:
+            return
+        reason = _state.policy().short(reason)
+        self.span.set_attribute(c.REPLAN_REFUSAL, reason)
+        self.span.add_event(c.EVENT_REPLAN_GUARD, {c.REPLAN_GUARD_RULE: _val(verdict), c.REPLAN_GUARD_REASON: reason},
+                            timestamp=stamp_ns())
 
 
 def replan_span(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import replanning_charts as charts
-from dashboards.replanning_models import ReplanGroup
+from dashboards.replanning_models import ReplanDetail, ReplanGroup
 from dashboards.ui import (
     client,
     empty_state,
@@ -40,6 +40,33 @@ def _group_rows(groups: list[ReplanGroup], label: str) -> list[dict[str, object]
             "re-executed $": g.reexecution_cost_usd,
         }
         for g in groups
+    ]
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids) if ids else "-"
+
+
+def _detail_rows(replans: list[ReplanDetail]) -> list[dict[str, object]]:
+    """One row per replan span: the router's decision, what the replanner got, what changed."""
+    return [
+        {
+            "agent": r.agent,
+            "versions": f"v{r.from_version} -> v{r.to_version}" if r.to_version else f"v{r.from_version}",
+            "granularity": r.granularity,
+            "rule said": r.route_rule,
+            "escalated": bool(r.route_escalated),
+            "goal-change reset": bool(r.escalation_reset),
+            "verdict": r.verdict or "unusable reply",
+            "refusal": r.refusal or "",
+            "kept": _ids(r.kept),
+            "dropped": _ids(r.dropped),
+            "added": _ids(r.added),
+            "results clean/stale/void": f"{r.variables_clean or 0}/{r.variables_stale or 0}/{r.variables_void or 0}",
+            "tool calls since plan": r.tool_calls,
+            "lessons": " | ".join(r.lessons),
+        }
+        for r in replans
     ]
 
 
@@ -98,6 +125,27 @@ with guard():
     example_links(data.oscillation_examples, label="oscillations caught")
     linked_table([{"plan versions": v.versions, "runs": v.runs} for v in data.versions],
                  [v.examples for v in data.versions], key="replan_versions_table")
+
+    st.subheader("Router and replans")
+    steps = data.steps
+    row3 = st.columns(4)
+    row3[0].metric("Escalated replans", f"{sum(r.escalated for r in data.routes):,}",
+                   help="Replans the router made heavier than its rule because the same failure came back.")
+    row3[1].metric("Goal-change resets", f"{sum(r.escalation_resets for r in data.routes):,}",
+                   help="Replans after a goal change cleared the router's escalation memory.")
+    row3[2].metric("Steps kept / dropped / added", f"{steps.kept:,} / {steps.dropped:,} / {steps.added:,}",
+                   help="Over admitted replans.")
+    row3[3].metric("Stale / void results at replans", f"{steps.stale_results:,} / {steps.void_results:,}")
+    linked_table(
+        [{"rule said": r.rule or "(none)", "granularity used": r.granularity, "replans": r.replans,
+          "escalated": r.escalated, "goal-change resets": r.escalation_resets} for r in data.routes],
+        [r.examples for r in data.routes],
+        key="replan_routes_table",
+    )
+    if data.recent_replans:
+        st.caption("Newest replans: the router's decision, what the replanner was given and what changed.")
+        linked_table(_detail_rows(data.recent_replans), [[r.trace_id] for r in data.recent_replans],
+                     key="replan_recent_table")
 
     st.subheader("Cost")
     left, right = st.columns(2)

@@ -15,9 +15,12 @@ from ingest.api.execute import ReadableStore, run_read
 from ingest.api.replanning_models import (
     Exhausted,
     ReplanCost,
+    ReplanDetail,
     ReplanGroup,
     Replanning,
     ReplanningParams,
+    ReplanSteps,
+    RouteRow,
     RunReplanCost,
     TripRow,
     VersionsRow,
@@ -83,6 +86,10 @@ def replanning_answer(rows: ReplanningRows) -> Replanning:
             examples=pick_examples(t["examples"]),
         ),
         runs=[RunReplanCost(**r) for r in rows.runs],
+        routes=[RouteRow(**{k: v for k, v in r.items() if k != "examples"}, examples=pick_examples(r["examples"]))
+                for r in rows.routes],
+        steps=ReplanSteps(**{k: int(v) for k, v in rows.steps.items()}),
+        recent_replans=[ReplanDetail(**r) for r in rows.recent],
     )
 
 

@@ -102,6 +102,66 @@ class RunReplanCost(BaseModel):
         return _utc(v)
 
 
+class RouteRow(BaseModel):
+    """The granularity router's decisions: replans per (what the rules said, what was used)."""
+
+    rule: str | None = Field(description="The granularity the router's rules gave (steplens.replan.route.rule).")
+    granularity: str | None = Field(description="The granularity used.")
+    replans: int
+    escalated: int = Field(description="Raised above the rule because the same failure came back.")
+    escalation_resets: int = Field(description="Replans after a goal change cleared the router's escalation memory.")
+    examples: list[str] = Field(default_factory=list)
+
+
+class ReplanSteps(BaseModel):
+    """What admitted replans changed, and the health of the results they were given."""
+
+    kept: int = Field(description="Steps carried into the new versions.")
+    dropped: int = Field(description="Steps the new versions no longer have.")
+    added: int = Field(description="New steps.")
+    stale_results: int = Field(description="Results computed for an older plan, at the time of each replan.")
+    void_results: int = Field(description="Results that must not be read, at the time of each replan.")
+
+
+class ReplanDetail(BaseModel):
+    """One replan span: the router's decision, the replanner's input and what the new version changed."""
+
+    trace_id: str
+    project: str | None = None
+    start_time: datetime | None = None
+    agent: str | None = None
+    version: str | None = None
+    from_version: int | None = None
+    to_version: int | None = None
+    granularity: str | None = None
+    route_rule: str | None = None
+    route_escalated: bool | None = None
+    escalation_reset: bool | None = None
+    cause: str | None = None
+    failed_step: str | None = None
+    verdict: str | None = Field(default=None, description="NULL: the replanner's reply was unusable.")
+    refusal: str | None = Field(default=None, description="Why a breaker, gate or guard refused it.")
+    kept: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
+    lessons: list[str] = Field(default_factory=list, description="The lesson book the replanner got (content).")
+    variables_clean: int | None = None
+    variables_stale: int | None = None
+    variables_void: int | None = None
+    tool_calls: int | None = Field(default=None, description="Tool calls since the last plan (the tool-call gate).")
+    budget_used_tokens: int | None = Field(default=None, description="Replanner tokens spent before this replan.")
+
+    @field_validator("start_time", mode="before")
+    @classmethod
+    def _utc_time(cls, v: Any) -> Any:
+        return _utc(v)
+
+    @field_validator("kept", "dropped", "added", "lessons", mode="before")
+    @classmethod
+    def _list(cls, v: Any) -> Any:
+        return [] if v is None else v
+
+
 class Replanning(BaseModel):
     plan_runs: int = Field(description="Plan-and-execute runs in scope (runs with a plan or replan span).")
     runs_with_replans: int
@@ -118,3 +178,6 @@ class Replanning(BaseModel):
     versions: list[VersionsRow]
     cost: ReplanCost
     runs: list[RunReplanCost] = Field(default_factory=list, description="Top runs by replan + re-execution cost.")
+    routes: list[RouteRow] = Field(default_factory=list, description="The granularity router's decisions.")
+    steps: ReplanSteps | None = Field(default=None, description="What admitted replans kept, dropped and added.")
+    recent_replans: list[ReplanDetail] = Field(default_factory=list, description="The newest 50 replan spans.")

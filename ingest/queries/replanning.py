@@ -22,6 +22,7 @@ from tracer.conventions import ReplanVerdict, StopReason
 # Candidates per row; the API keeps the first few distinct ones (ingest/api/examples.py).
 CANDIDATES = 10
 TOP_RUNS = 20
+RECENT_REPLANS = 50
 
 _PLAN, _REPLAN = Op.PLAN.value, Op.REPLAN.value
 _ADMITTED = ReplanVerdict.ADMITTED.value
@@ -39,6 +40,9 @@ class ReplanningRows:
     exhausted: dict[str, Any]
     versions: list[dict[str, Any]]
     runs: list[dict[str, Any]]
+    routes: list[dict[str, Any]]
+    steps: dict[str, Any]
+    recent: list[dict[str, Any]]
 
 
 def _plan_spans(filters: CommonFilters) -> tuple[str, list[object]]:
@@ -186,6 +190,58 @@ def _versions_and_totals(
     return totals, versions, _dicts(cur)
 
 
+def _routes(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> list[dict[str, Any]]:
+    """The router's decisions: replan spans per (rule's granularity, granularity used), with how many
+    were escalated above the rule and how many followed a goal change's escalation reset."""
+    source, params = _plan_spans(filters)
+    cur.execute(
+        f"""
+        SELECT p.route_rule AS rule, p.granularity, count(*) AS replans,
+            count(*) FILTER (WHERE p.route_escalated) AS escalated,
+            count(*) FILTER (WHERE p.escalation_reset) AS escalation_resets,
+            max_by(p.trace_id, p.start_time, {CANDIDATES}) AS examples
+        {source} WHERE p.operation = ?
+        GROUP BY p.route_rule, p.granularity ORDER BY replans DESC, rule NULLS LAST, p.granularity
+        """,
+        [*params, _REPLAN],
+    )
+    return _dicts(cur)
+
+
+def _steps(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> dict[str, Any]:
+    """Steps admitted replans kept, dropped and added, and the results they found stale or void."""
+    source, params = _plan_spans(filters)
+    cur.execute(
+        f"""
+        SELECT coalesce(sum(len(p.kept)), 0) AS kept, coalesce(sum(len(p.dropped)), 0) AS dropped,
+            coalesce(sum(len(p.added)), 0) AS added,
+            coalesce(sum(p.variables_stale), 0) AS stale_results, coalesce(sum(p.variables_void), 0) AS void_results
+        {source} WHERE p.operation = ? AND p.verdict = ?
+        """,
+        [*params, _REPLAN, _ADMITTED],
+    )
+    return _dicts(cur)[0]
+
+
+def _recent(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> list[dict[str, Any]]:
+    """The newest replan spans with what the replanner was given and what it changed."""
+    source, params = _plan_spans(filters)
+    cur.execute(
+        f"""
+        SELECT p.trace_id, p.project, p.start_time, r.agent, r.version, p.from_version, p.to_version,
+            p.granularity, p.route_rule, p.route_escalated, p.escalation_reset, p.cause, p.failed_step,
+            p.verdict, p.refusal, p.kept, p.dropped, p.added, p.lessons, p.variables_clean, p.variables_stale,
+            p.variables_void, p.tool_calls, p.budget_used_tokens
+        {source} LEFT JOIN runs r ON r.project = p.project AND r.trace_id = p.trace_id
+        WHERE p.operation = ?
+        ORDER BY p.start_time DESC, p.span_id
+        LIMIT {RECENT_REPLANS}
+        """,
+        [*params, _REPLAN],
+    )
+    return _dicts(cur)
+
+
 def replanning_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> ReplanningRows:
     """Every figure of `GET /api/replanning` for the runs the filters select."""
     totals, versions, runs = _versions_and_totals(cur, filters)
@@ -197,4 +253,7 @@ def replanning_rows(cur: duckdb.DuckDBPyConnection, filters: CommonFilters) -> R
         exhausted=_exhausted(cur, filters),
         versions=versions,
         runs=runs,
+        routes=_routes(cur, filters),
+        steps=_steps(cur, filters),
+        recent=_recent(cur, filters),
     )

@@ -12,6 +12,7 @@ with a result whose `ok` is true only for `finish`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
@@ -21,6 +22,7 @@ from kernel import telemetry
 from kernel.budgets import Budget, BudgetTracker
 from kernel.handoff import HandoffPolicy, hand_off
 from kernel.llm import LLM
+from kernel.memory import LongTermMemory, memory_scope
 from kernel.plan.breakers import BreakerConfig, Breakers
 from kernel.plan.checker import check_plan
 from kernel.plan.executor import Executor, ExecutorConfig
@@ -46,7 +48,7 @@ from kernel.plan.revise import (
     replace_scope,
     revise,
 )
-from kernel.plan.router import Granularity, Router, RouterRules
+from kernel.plan.router import Granularity, RouteDecision, Router, RouterRules
 from kernel.plan.signals import FailureKind, FailureSignal, cap
 from kernel.plan.state import GoalInbox, PlanStop, RunState
 from kernel.plan.variables import ResolveError, VariableHealth
@@ -59,6 +61,10 @@ from tracer.conventions import ACTION_FINISH, LLMPurpose, ReplanVerdict, StepKin
 
 log = logging.getLogger(__name__)
 
+# The memory scope of the plan run in progress, read by the shared `remember` tool (set per run).
+_PLAN_MEMORY_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("steplens_plan_memory_scope",
+                                                                                 default=None)
+
 
 class _Session:
     """Per-run helpers that are not data (router memory, breakers, lessons)."""
@@ -70,7 +76,9 @@ class _Session:
         self.replans: list[ReplanRecord] = []
         self.trip: BreakerTrip | None = None
         self.reexecution_cost_usd = 0.0
+        self.escalation_reset = False  # a goal change cleared the router's memory; told on the next replan span
         self.format_errors: list[str] = []
+        self.memories = ""  # long-term memory's recall block for the planner ('' without memory)
         self.missing: list[str] = []
         self.answer: str | None = None
 
@@ -96,6 +104,7 @@ class PlanAndExecuteAgent:
         max_tokens: int | None = None,
         agent_id: str | None = None,
         handoff: HandoffPolicy | None = None,
+        memory: LongTermMemory | None = None,
     ) -> None:
         if max_plan_attempts < 1:
             raise ValueError("max_plan_attempts must be >= 1")
@@ -105,16 +114,25 @@ class PlanAndExecuteAgent:
         self.agent_id = agent_id if agent_id is not None else f"{name}@{version}"
         self.llm = llm
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools or ())
+        # Copies of the registry, never the caller's: the hand-off policy's escalation tool (a plan
+        # step using it ends the run as a hand-off) and long-term memory's `remember` tool.
+        self.handoff = handoff
+        escalation = handoff.escalation() if handoff is not None else None
+        if escalation is not None:
+            self.tools = ToolRegistry([*self.tools, escalation])
+        self.memory = memory
+        if memory is not None:
+            self.tools = ToolRegistry([*self.tools, memory.remember_tool(_PLAN_MEMORY_SCOPE.get)])
         self.budget = budget or Budget(max_steps=None)
         self.policy = policy
         self.router_rules = router_rules or RouterRules()
         self.breaker_config = breakers or BreakerConfig()
-        self.executor = Executor(self.tools, policy, executor)
+        self.executor = Executor(self.tools, policy, executor,
+                                 escalation_tool=escalation.name if escalation is not None else None)
         self.max_lessons = max_lessons
         self.max_plan_attempts = max_plan_attempts
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.handoff = handoff  # its escalation tool is the ReAct agent's; plan runs hand off on stops
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -138,7 +156,9 @@ class PlanAndExecuteAgent:
         # (eval run/case ids, run mode from `telemetry.run_labels`, shadow/replay from the policy/LLM).
         with telemetry.run_span(self, st.goal, conversation_id, user_id) as run:
             trace_id = run.trace_id
+            scope_token = _PLAN_MEMORY_SCOPE.set(memory_scope(self.agent_id, user_id))
             try:
+                session.memories = self._recall(st.goal, user_id)
                 await self._run(st, session)
                 reason = StopReason.FINISH
             except PlanStop as stop:
@@ -151,6 +171,8 @@ class PlanAndExecuteAgent:
             except Exception as exc:
                 log.exception("plan agent %s: internal error", self.name)
                 reason, error = StopReason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+            finally:
+                _PLAN_MEMORY_SCOPE.reset(scope_token)
             try:
                 result = self._result(st, session, reason, error, t0, conversation_id, user_id, trace_id)
             except Exception as exc:
@@ -164,17 +186,31 @@ class PlanAndExecuteAgent:
 
     # ---- the run ----------------------------------------------------------------------------
 
+    def _recall(self, goal: str, user_id: str | None) -> str:
+        """Long-term memory's block for the planner (within the memory's cap; one `search_memory`
+        span under the run span). A failing store costs the run its memories, never the run."""
+        if self.memory is None:
+            return ""
+        try:
+            return self.memory.recall(memory_scope(self.agent_id, user_id), goal).as_context()
+        except Exception:
+            log.warning("plan agent %s: memory recall failed; planning goes on without memories", self.name,
+                        exc_info=True)
+            return ""
+
     async def _run(self, st: RunState, session: _Session) -> None:
         plan = await self._plan(st, session)
         st.adopt(plan)
         session.breakers = Breakers.for_plan(self.breaker_config, len(plan.steps))
-        session.breakers.remember(plan.fingerprint(), plan.version)
+        session.breakers.remember(plan)
         while True:
             outcome = await self.executor.execute(st)
             if outcome.done:
                 break
             if outcome.goal_change is not None:
                 st.goal_changes.append(outcome.goal_change)
+                session.router.reset()  # escalation earned toward the old goal does not carry over
+                session.escalation_reset = True
                 signal = FailureSignal(
                     step_id="", origin="goal", tool="", action="goal change", version=st.plan.version,
                     kind=FailureKind.GOAL_CHANGE, message=cap(outcome.goal_change),
@@ -194,7 +230,7 @@ class PlanAndExecuteAgent:
                 # Stays in retry/fallback: run the same step again in the next round.
                 st.status[signal.step_id] = StepStatus.PENDING
                 continue
-            await self._replan(st, session, signal, decision.granularity)
+            await self._replan(st, session, signal, decision)
         await self._answer(st, session)
 
     def _trip(self, session: _Session, verdict: ReplanVerdict, detail: str, step: str | None) -> None:
@@ -202,7 +238,7 @@ class PlanAndExecuteAgent:
         raise PlanStop(StopReason.REPLAN_EXHAUSTED, f"{verdict.value}: {detail}")
 
     async def _plan(self, st: RunState, session: _Session) -> Plan:
-        messages = plan_messages(st.goal, self.tools)
+        messages = plan_messages(st.goal, self.tools, session.memories)
         with spans.plan_span(self.name) as span:
             for _ in range(self.max_plan_attempts):
                 call = await call_llm(self.llm, st, messages, temperature=self.temperature, max_tokens=self.max_tokens,
@@ -223,9 +259,12 @@ class PlanAndExecuteAgent:
             f"no usable plan in {self.max_plan_attempts} attempt(s); last: {session.format_errors[-1]}",
         )
 
-    async def _replan(self, st: RunState, session: _Session, signal: FailureSignal, granularity: Granularity) -> None:
+    async def _replan(self, st: RunState, session: _Session, signal: FailureSignal, decision: RouteDecision) -> None:
         assert st.plan is not None and session.breakers is not None
+        granularity = decision.granularity
         breakers = session.breakers
+        reset, session.escalation_reset = session.escalation_reset, False
+        tool_calls = st.tool_calls_since_plan()
         plan = st.plan
         failed_id = signal.step_id or None
         reexecution: float | None = None
@@ -255,23 +294,33 @@ class PlanAndExecuteAgent:
             estimated = estimate_messages_tokens(messages) + self.breaker_config.replan_reply_tokens
             limit = self.budget.max_input_tokens
             remaining_tokens = None if limit is None else max(0, limit - st.budget.usage.input_tokens)
+            health = [h.value for h in st.variables.health().values()]
             rec = ReplanRecord(from_version=plan.version, granularity=granularity.value, cause=signal.cause,
                                failed_step=failed_id, estimated_tokens=estimated,
-                               reexecution_cost_usd=reexecution)
+                               reexecution_cost_usd=reexecution, route_rule=decision.rule.value,
+                               escalated=decision.escalated, escalation_reset=reset,
+                               lessons=session.lessons.lessons(), tool_calls=tool_calls,
+                               variables={h.value: health.count(h.value) for h in VariableHealth})
             session.replans.append(rec)
             refused: tuple[ReplanVerdict, str] | None = None
             with spans.replan_span(self.name, granularity=granularity.value, from_version=plan.version,
                                    cause=signal.cause, failed_step=failed_id) as span:
-                verdict, detail = breakers.before_replan(signal, estimated, remaining_tokens)
+                span.record_context(route_rule=decision.rule.value, escalated=decision.escalated,
+                                    escalation_reset=reset, lessons=rec.lessons, variables=rec.variables,
+                                    tool_calls=tool_calls, budget_used_tokens=breakers.tokens_used)
+                verdict, detail = breakers.before_replan(signal, estimated, remaining_tokens, tool_calls=tool_calls,
+                                                         run_input_limit=self.budget.max_input_tokens)
                 if verdict != ReplanVerdict.ADMITTED:
                     rec.verdict, rec.detail = verdict, detail
                     span.record(verdict=verdict, reexecution_cost_usd=reexecution)
+                    span.refused(verdict, detail)
                     refused = (verdict, detail)
                 else:
                     breakers.replans += 1
                     call = await call_llm(self.llm, st, messages, temperature=self.temperature,
                                           max_tokens=self.max_tokens, purpose=LLMPurpose.REPLAN)
                     rec.input_tokens, rec.output_tokens = call.usage.input_tokens, call.usage.output_tokens
+                    breakers.spent(call.usage.input_tokens, call.usage.output_tokens)
                     try:
                         draft = parse_plan_draft(call.response.text)
                         revision = revise(plan, st.status, draft, granularity, failed_id, st.ids, st.variables)
@@ -287,12 +336,14 @@ class PlanAndExecuteAgent:
                         continue
                     new = revision.plan
                     rec.kept, rec.dropped, rec.added = revision.kept, revision.dropped, revision.added
-                    seen = breakers.seen(new.fingerprint())
-                    if seen is not None:
-                        detail = f"the new plan repeats the action sequence of version {seen}"
+                    span.record_steps(kept=revision.kept, dropped=revision.dropped, added=revision.added)
+                    repeat = breakers.oscillation(new)
+                    if repeat is not None:
+                        seen, detail = repeat
                         rec.verdict, rec.detail = ReplanVerdict.OSCILLATION, detail
                         span.record(verdict=ReplanVerdict.OSCILLATION, steps=len(new.steps),
                                     reexecution_cost_usd=reexecution)
+                        span.refused(ReplanVerdict.OSCILLATION, detail)
                         session.lessons.add(f"plan version {seen} was proposed again and refused")
                         refused = (ReplanVerdict.OSCILLATION, detail)
                     else:
@@ -306,7 +357,7 @@ class PlanAndExecuteAgent:
             st.variables.mark(step_id, VariableHealth.VOID, "voided by the replanner")
         if reexecution is not None:
             session.reexecution_cost_usd += reexecution
-        breakers.remember(new.fingerprint(), new.version)
+        breakers.remember(new)
         for dropped in revision.dropped:
             st.status.pop(dropped, None)
         st.adopt(new)

@@ -79,11 +79,15 @@ class Executor:
         config: ExecutorConfig | None = None,
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        escalation_tool: str | None = None,
     ) -> None:
         self.tools = tools
         self.policy = policy
         self.config = config or ExecutorConfig()
         self._sleep = sleep
+        # A step using this tool (the hand-off policy's escalation tool) is never dispatched: reaching
+        # it ends the run as a hand-off, as the ReAct loop does when the model calls it.
+        self.escalation_tool = escalation_tool
 
     # ---- rounds -----------------------------------------------------------------------------
 
@@ -106,6 +110,9 @@ class Executor:
             limit = st.budget.budget.max_steps
             room = self.config.concurrency if limit is None else min(self.config.concurrency, limit - st.budget.steps)
             ready = ready[: max(1, room)]
+            escalation = next((x for x in ready if self.escalation_tool and x.tool == self.escalation_tool), None)
+            if escalation is not None:
+                self._escalate(st, escalation)
             outcomes = await self._bounded(st, asyncio.gather(*(self.run_step(st, s) for s in ready)))
             first: FailureSignal | None = None
             for out in outcomes:
@@ -179,6 +186,7 @@ class Executor:
         st.budget.add_step()
         with spans.step_span(index, plan_version=version, plan_step_id=step.id) as span:
             out = await self._run(st, step, record)
+            st.tool_calls += len(record.calls)
             record.duration_s = time.monotonic() - t0
             st.budget.add_cost(record.cost_usd)
             span.record(kind=record.kind, action=step.tool, parse=record.parse, thought=step.action,
@@ -186,6 +194,26 @@ class Executor:
             if out.signal is not None:
                 span.fail(out.signal.kind.value, out.signal.message)
         return out
+
+    def _escalate(self, st: RunState, step: PlanStep) -> None:
+        """The plan reached its escalation step: one step span (never dispatched), then the run ends
+        with stop reason `handoff` and the step's `reason` as the detail."""
+        assert st.plan is not None
+        index = st.next_index()
+        record = StepRecord(index=index, kind=StepKind.TOOL, thought=step.action or None, started_at=time.time(),
+                            plan_version=st.plan.version, plan_step_id=step.id)
+        try:
+            args = st.variables.resolve(step.args, known_ids(st.plan, st.variables))
+        except ResolveError:
+            args = step.args
+        reason = args.get("reason") if isinstance(args, dict) else None
+        detail = str(reason) if reason else step.action or "the plan asked for a human"
+        record.calls.append(ToolCall(id=f"{step.id}-1", name=step.tool, arguments=args if isinstance(args, dict) else {}))
+        st.records.append(record)
+        with spans.step_span(index, plan_version=st.plan.version, plan_step_id=step.id) as span:
+            span.record(kind=StepKind.TOOL, action=step.tool, parse=ParseStatus.OK, thought=step.action,
+                        observation=None)
+            raise PlanStop(StopReason.HANDOFF, detail)
 
     def _signal(self, step: PlanStep, version: int, kind: FailureKind, message: str,
                 recovery: list[str], evidence: dict[str, Any]) -> FailureSignal:

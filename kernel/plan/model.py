@@ -21,6 +21,7 @@ from typing import Any
 import json_repair
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kernel.plan.signature import normalise_literals
 from tracer.conventions import ReplanGranularity
 
 # `#label` followed by an optional path of `.field` / `[index]` parts.
@@ -139,6 +140,13 @@ class Plan(BaseModel):
         """A hash of the plan's action sequence (tools and literal arguments, references masked):
         ids change at every replan, so ids must not make two identical plans look different."""
         seq = [[s.tool, _mask_refs(s.args)] for s in self.steps]
+        payload = json.dumps(seq, sort_keys=True, ensure_ascii=False, default=repr)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def shape_fingerprint(self) -> str:
+        """The fingerprint with literal arguments normalised (kernel/plan/signature.py): the same
+        for two plans that differ only in numbers, quoted strings, ids or single-token values."""
+        seq = [[s.tool, normalise_literals(_mask_refs(s.args))] for s in self.steps]
         payload = json.dumps(seq, sort_keys=True, ensure_ascii=False, default=repr)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 

@@ -66,11 +66,12 @@ def goal_text(goal: str, changes: Iterable[str]) -> str:
     return "\n".join(lines)
 
 
-def plan_messages(goal: str, tools: ToolRegistry) -> list[Message]:
-    return [
-        Message(role="system", content=f"{PLANNER_SYSTEM}\n\n{_tools_block(tools)}\n\n{PLAN_FORMAT}"),
-        Message(role="user", content=goal),
-    ]
+def plan_messages(goal: str, tools: ToolRegistry, memories: str = "") -> list[Message]:
+    """The planner call; `memories` is long-term memory's recall block (already within its cap)."""
+    system = f"{PLANNER_SYSTEM}\n\n{_tools_block(tools)}\n\n{PLAN_FORMAT}"
+    if memories:
+        system = f"{system}\n\n{memories}"
+    return [Message(role="system", content=system), Message(role="user", content=goal)]
 
 
 def completed_lines(steps: Iterable[PlanStep], variables: VariableTable) -> list[str]:

@@ -48,6 +48,13 @@ class ReplanRecord(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     reexecution_cost_usd: float | None = None
+    # What the replanner was given and the gates looked at (also on the replan span):
+    route_rule: str | None = None  # the granularity the router's rules gave
+    escalated: bool = False  # raised above the rule because the same failure came back
+    escalation_reset: bool = False  # a goal change cleared the router's escalation memory first
+    lessons: list[str] = Field(default_factory=list)
+    variables: dict[str, int] = Field(default_factory=dict)  # results per health (clean, stale, void)
+    tool_calls: int = 0  # tool calls since the last plan
 
 
 class BreakerTrip(BaseModel):

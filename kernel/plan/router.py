@@ -93,3 +93,10 @@ class Router:
                 granularity, escalated = floor, True
         self._last[signal.key] = granularity
         return RouteDecision(granularity=granularity, rule=rule, escalated=escalated)
+
+    def reset(self) -> int:
+        """Forget every failure's last granularity (a goal change: the escalation earned by failures
+        toward the old goal must not make the new goal's first repair heavier). How many were forgotten."""
+        forgotten = len(self._last)
+        self._last.clear()
+        return forgotten

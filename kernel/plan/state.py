@@ -65,6 +65,8 @@ class RunState:
     unpriced_models: list[str] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
     step_index: int = 0
+    tool_calls: int = 0  # tool dispatches of the run (every attempt), the tool-call gate's evidence
+    tool_calls_at_plan: int = 0  # `tool_calls` when the current version was adopted
 
     def next_index(self) -> int:
         self.step_index += 1
@@ -74,7 +76,11 @@ class RunState:
         """Make `plan` current: new steps start pending, carried steps keep their status."""
         self.plan = plan
         self.versions.append(plan)
+        self.tool_calls_at_plan = self.tool_calls
         self.status = {s.id: self.status.get(s.id, StepStatus.PENDING) for s in plan.steps}
+
+    def tool_calls_since_plan(self) -> int:
+        return self.tool_calls - self.tool_calls_at_plan
 
     def checkpoint(self) -> None:
         """Between units of work: the caller's cancel event and the run's limits."""

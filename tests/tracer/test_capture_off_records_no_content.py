@@ -1,5 +1,6 @@
 """With content capture off, no content attribute exists on any span or span event (a loop-guard
-event's message and a memory operation's query and value included); switch precedence holds."""
+event's message, a memory operation's query and value and a replan's lessons included); switch
+precedence holds."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def _run_everything() -> None:
                     pass
             spans.guard_event(rule="repeated_call", severity="soft", message="not again", tool_name="t")
             step.record(kind="tool", action="t", thought="thinking", observation="seen")
+        with spans.replan_span("a", granularity="patch", from_version=1) as replan:
+            replan.record_context(route_rule="patch", escalated=False, escalation_reset=False,
+                                  lessons=["t failed: no such customer"], variables={"clean": 1}, tool_calls=1,
+                                  budget_used_tokens=0)
         run.finish(ok=True, stop_reason="finish", steps=1, answer="done")
 
 
@@ -37,8 +42,10 @@ def test_capture_off_by_argument_leaves_no_content_attribute(memory_handle_facto
     handle = memory_handle_factory(capture_content=False)
     _run_everything()
     finished = handle.memory_exporter.get_finished_spans()
-    assert len(finished) == 6
+    assert len(finished) == 7
     assert _content_keys(handle) == set()
+    replan = next(s for s in finished if s.name == "replan a")
+    assert replan.attributes[c.REPLAN_ROUTE_RULE] == "patch"  # the replan's non-content context stays
     chat = next(s for s in finished if s.name == "chat m")
     assert chat.attributes[c.GEN_AI_USAGE_OUTPUT_TOKENS] == 2  # non-content attributes still there
 

@@ -103,7 +103,21 @@ async def test_span_tree_with_one_patch_and_one_tail(memory: TracingHandle) -> N
         c.REPLAN_TO_VERSION: 2,
         c.PLAN_VERSION: 2,
         c.PLAN_STEPS: 4,
+        # what the replanner was given and what it changed
+        c.REPLAN_ROUTE_RULE: "patch",
+        c.REPLAN_ROUTE_ESCALATED: False,
+        c.REPLAN_LESSONS: (result.replans[0].lessons[0],),
+        c.REPLAN_VARIABLES_CLEAN: 1,  # E4's quote
+        c.REPLAN_VARIABLES_STALE: 0,
+        c.REPLAN_VARIABLES_VOID: 0,
+        c.REPLAN_TOOL_CALLS: 2,  # get_orders and quote since the first plan
+        c.REPLAN_BUDGET_USED_TOKENS: 0,
+        c.REPLAN_KEPT: ("E3", "E4"),
+        c.REPLAN_DROPPED: ("E1", "E2"),
+        c.REPLAN_ADDED: ("E5", "E6"),
     }
+    assert "get_orders" in result.replans[0].lessons[0]
+    assert tail.attributes[c.REPLAN_BUDGET_USED_TOKENS] == result.replans[0].input_tokens + result.replans[0].output_tokens
     assert tail.attributes[c.REPLAN_GRANULARITY] == "tail"
     assert tail.attributes[c.REPLAN_CAUSE] == "assumption"
     assert tail.attributes[c.REPLAN_FAILED_STEP] == "E6"
