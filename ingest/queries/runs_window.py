@@ -6,16 +6,20 @@ expression, which DuckDB answers by reading every column of every matching run (
 from the key column alone, and for `start_time`, which rows are appended in, from the newest row
 group or two (zone maps plus DuckDB's Top-N dynamic filter). So a page is read in two statements:
 
-1. the n smallest/largest values of the bare key column under the page's filters (the threshold);
+1. the n largest (smallest) values of the bare key column under the page's filters, whose last one
+   is the threshold;
 2. the page's own statement, unchanged, plus `key >= threshold` (`<=` ascending), a bare-column
-   predicate the zone maps prune with: only the window's rows are read in full.
+   predicate: DuckDB pushes the threshold into the scan as a dynamic filter and its zone maps skip
+   every other row group, so only the window's rows are read in full.
+
+Both are one statement (a CTE joined on the threshold), so they read one snapshot and the page costs
+one round trip, which under load also means one GIL hand-off instead of several.
 
 Why the answer is the same: every run outside the window has a key below the threshold (or NULL,
 which sorts as the sentinel, below it), and the window holds at least n runs, so the page's top n
 lie inside it and step 2 orders them exactly as before. When that argument does not hold (a NULL or
-sentinel-valued key among the first n, where NULL and a real sentinel value tie), the statement runs
-without the window, as it always did. Both steps read one snapshot (one transaction), so a run
-updated between them cannot fall out of the window.
+sentinel-valued key among the first n, where NULL and a real sentinel value tie; or nothing in the
+window), the statement runs without the window, as it always did.
 
 With a filter expression (ingest/filters) the threshold statement would evaluate it a second time
 (span-level terms join the spans table), so those pages run one statement ordered by the bare column
@@ -24,7 +28,6 @@ with explicit NULL placement, checked the same way.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -53,30 +56,10 @@ def read_page(
 ) -> list[dict[str, Any]]:
     """Up to `n` rows of `SELECT {select}, <key> AS _sort_key FROM runs WHERE {where}` in (key, trace_id,
     project) order (`order` "desc" or "asc"), as dicts. `window=False` when `where` is costly to evaluate twice."""
-    own = _begin(cur)
-    try:
-        rows = _windowed(cur, select, key, order, where, n) if window else _bare_order(cur, select, key, order, where, n)
-        if rows is None:
-            rows = _statement(cur, select, key, order, where, n, order_by=key.expression)
-        if own:
-            cur.commit()
-    except BaseException:
-        if own:
-            with contextlib.suppress(duckdb.Error):  # an interrupted cursor may refuse; it is closed anyway
-                cur.rollback()
-        raise
+    rows = _windowed(cur, select, key, order, where, n) if window else _bare_order(cur, select, key, order, where, n)
+    if rows is None:
+        rows = _statement(cur, select, key, order, where, n, order_by=key.expression)
     return rows
-
-
-def _begin(cur: duckdb.DuckDBPyConnection) -> bool:
-    """Start a transaction for the page's statements; False when the caller's transaction already holds one
-    snapshot for them. (A failed BEGIN would abort the caller's transaction, hence the look first: in
-    autocommit every statement gets a new transaction id, inside a transaction they share one.)"""
-    probe = "SELECT current_transaction_id()"
-    if cur.execute(probe).fetchone() == cur.execute(probe).fetchone():
-        return False
-    cur.begin()
-    return True
 
 
 def _direction(order: str) -> tuple[str, str]:
@@ -84,24 +67,26 @@ def _direction(order: str) -> tuple[str, str]:
     return ("DESC", "NULLS LAST") if order == "desc" else ("ASC", "NULLS FIRST")
 
 
-def _statement(
-    cur: duckdb.DuckDBPyConnection, select: str, key: SortKey, order: str, where: Where, n: int, *, order_by: str,
-    bound: tuple[str, object] | None = None,
-) -> list[dict[str, Any]]:
-    direction, nulls = _direction(order)
-    params = [*where.params]
-    condition = where.sql()
-    if bound is not None:
-        condition = f"({condition}) AND ({bound[0]})"
-        params.append(bound[1])
-    placement = "" if order_by == key.expression else f" {nulls}"
-    cur.execute(
-        f"SELECT {select}, {key.expression} AS _sort_key FROM runs WHERE {condition} "
-        f"ORDER BY {order_by} {direction}{placement}, trace_id {direction}, project {direction} LIMIT ?",
-        [*params, n],
-    )
+def _fetch(cur: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> list[dict[str, Any]]:
+    cur.execute(sql, params)
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def _statement(
+    cur: duckdb.DuckDBPyConnection, select: str, key: SortKey, order: str, where: Where, n: int, *, order_by: str
+) -> list[dict[str, Any]]:
+    direction, nulls = _direction(order)
+    placement = "" if order_by == key.expression else f" {nulls}"
+    return _fetch(
+        cur,
+        f"SELECT {select}, {key.expression} AS _sort_key FROM runs WHERE {where.sql()} "
+        f"ORDER BY {order_by} {direction}{placement}, trace_id {direction}, project {direction} LIMIT ?",
+        [*where.params, n],
+    )
+
+
+_WINDOW_FACTS = ("_top_rows", "_top_keys", "_top_low", "_threshold")
 
 
 def _windowed(
@@ -109,18 +94,27 @@ def _windowed(
 ) -> list[dict[str, Any]] | None:
     """The page through the threshold window, or None when the window cannot prove the same answer."""
     direction, nulls = _direction(order)
-    values = [r[0] for r in cur.execute(
-        f"SELECT {key.column} FROM runs WHERE {where.sql()} ORDER BY {key.column} {direction} {nulls} LIMIT ?",
-        [*where.params, n],
-    ).fetchall()]
-    if not values:
-        return []
-    first, last = values[0], values[-1]
-    if first is None or last is None or min(first, last) <= key.sentinel:  # type: ignore[operator]
+    threshold, cmp = ("min", ">=") if order == "desc" else ("max", "<=")
+    rows = _fetch(
+        cur,
+        f"WITH top AS (SELECT {key.column} AS v FROM runs WHERE {where.sql()} "
+        f"ORDER BY {key.column} {direction} {nulls} LIMIT ?), "
+        f"bound AS (SELECT count(*) AS _top_rows, count(v) AS _top_keys, min(v) AS _top_low, "
+        f"{threshold}(v) AS _threshold FROM top) "
+        f"SELECT {select}, {key.expression} AS _sort_key, bound.* FROM runs, bound "
+        f"WHERE ({where.sql()}) AND runs.{key.column} {cmp} bound._threshold "
+        f"ORDER BY _sort_key {direction}, trace_id {direction}, project {direction} LIMIT ?",
+        [*where.params, n, *where.params, n],
+    )
+    if not rows:  # nothing matches, or every key of the top is NULL: the statement tells which
         return None
-    bound = (f"{key.column} >= ?" if order == "desc" else f"{key.column} <= ?", last)
-    rows = _statement(cur, select, key, order, where, n, order_by=key.expression, bound=bound)
-    return rows if len(rows) >= len(values) else None
+    facts = rows[0]
+    if facts["_top_keys"] != facts["_top_rows"] or facts["_top_low"] <= key.sentinel or len(rows) < facts["_top_rows"]:
+        return None
+    for r in rows:
+        for name in _WINDOW_FACTS:
+            del r[name]
+    return rows
 
 
 def _bare_order(

@@ -118,7 +118,7 @@ def test_every_page_equals_the_full_sort(runs_db, sort, order, name):
         assert len(got) == len(expected)
 
 
-def test_a_page_inside_the_callers_transaction_reads_its_snapshot(runs_db):
+def test_a_page_inside_the_callers_transaction_leaves_it_open(runs_db):
     """A caller already in a transaction (the dataset builder) gets the same page, and its transaction stays open."""
     cur = runs_db.cursor()
     cur.begin()
