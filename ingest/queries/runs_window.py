@@ -4,7 +4,7 @@ Why: `ORDER BY COALESCE(key, sentinel), trace_id, project LIMIT n` is a multi-ke
 expression, which DuckDB answers by reading every column of every matching run (at 287,000 runs:
 ~55 ms of CPU, 75 ms through the API). The bare column's Top-N (`ORDER BY key LIMIT n`) is answered
 from the key column alone, and for `start_time`, which rows are appended in, from the newest row
-group or two (zone maps plus DuckDB's Top-N dynamic filter). So a page is read in two statements:
+group or two (zone maps plus DuckDB's Top-N dynamic filter). So a page is read in two steps:
 
 1. the n largest (smallest) values of the bare key column under the page's filters, whose last one
    is the threshold;
