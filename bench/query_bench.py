@@ -15,8 +15,11 @@ functions from ingest/queries and ingest/api, on a cursor of one connection), th
   cost by model run_models grouped by model, last 7 days
   trace fetch   one run's row and all its spans (a different trace each repetition)
 
-then starts a real server on the store and times 50 sequential `/healthz` and `/api/runs?limit=50`
-calls on one kept-alive connection, against a new connection per call (bench/_api_calls.py).
+then starts a real server on the store (waiting for its search index to catch up) and times 50
+sequential `/healthz` and `/api/runs?limit=50` calls on one kept-alive connection, against a new
+connection per call, with the ratio of `/api/runs` to the reference measured in the same run: the
+page's rows read by one bare DuckDB Top-N on the server's store and encoded as JSON, no HTTP
+(bench/_api_calls.py); then a few other small answers, kept-alive.
 
 `--sql` times typical `POST /api/sql` aggregates instead (bench/_sql_queries.py: median and p95 of
 `--repeat` runs of the real SQL path, target a median under 300 ms).
