@@ -397,6 +397,16 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.evaluators.service import EvaluatorService
     from ingest.queues.service import QueueFiller
 
+    if getattr(store, "name", "duckdb") != "duckdb":
+        # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
+        # services writing DuckDB tables (alerts, queues, evaluators, views...) answer 501 for now
+        from ingest.api.not_available import build_not_available_router
+
+        return [
+            ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+            ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
+            ("/api", build_not_available_router(getattr(store, "name", "this"))),
+        ]
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults,
                                     [k.project for k in settings.api_keys])
