@@ -37,10 +37,10 @@ class RunningServer:
 class _ServerThread:
     def __init__(self, settings: Settings) -> None:
         from ingest.server import ServerStack, query_routers
-        from ingest.store import SpanStore
+        from ingest.store.backend import open_store
 
         self.metrics = IngestMetrics()
-        self.store = SpanStore(settings, self.metrics)
+        self.store = open_store(settings, self.metrics)  # settings.store: duckdb unless a test says
         self.store.start()
         try:
             self.stack = ServerStack(

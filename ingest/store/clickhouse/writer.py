@@ -98,7 +98,7 @@ class ClickHouseWriter:
 
     def __init__(
         self,
-        transport: Transport,
+        connect: Callable[[], Transport],
         database: str,
         normalize: Normalizer,
         spool_dir: Path,
@@ -107,7 +107,9 @@ class ClickHouseWriter:
         load_batch_spans: int,
         retention_days: int,
     ) -> None:
-        self._transport = transport
+        self._connect = connect
+        self._transport: Transport | None = None
+        self._pending_replay: tuple[Position, int] | None = None
         self._db = database
         self._normalize = normalize
         self._spool_dir = spool_dir
@@ -132,6 +134,23 @@ class ClickHouseWriter:
         self._thread = threading.Thread(target=self._run, name="steplens-clickhouse-writer", daemon=True)
 
     # ---- the surface SpanStore uses ----------------------------------------------------------
+
+    @property
+    def transport(self) -> Transport | None:
+        """The connection once ClickHouse was reached and migrated (reads share it)."""
+        return self._transport
+
+    def connect(self) -> Transport:
+        """Connect and migrate (once); raises the client's error when ClickHouse cannot be reached."""
+        if self._transport is None:
+            self._transport = self._connect()
+        return self._transport
+
+    def defer_replay(self, start: Position, first_seq: int, exc: BaseException) -> None:
+        """ClickHouse was unreachable at start: the thread connects and replays with backoff, and
+        until then `unwritable` says why (submits answer 503, /readyz is not ready)."""
+        self._pending_replay = (start, first_seq)
+        self._set_unwritable(exc)
 
     def start(self) -> None:
         self._thread.start()
@@ -217,6 +236,16 @@ class ClickHouseWriter:
 
     def _run(self) -> None:
         try:
+            if self._pending_replay is not None:
+                start, first_seq = self._pending_replay
+                try:
+                    self._retrying("connecting to ClickHouse", self.connect)
+                    self.replay(start, first_seq)
+                except Exception as exc:  # noqa: BLE001 - closing while unreachable: the spool keeps all
+                    if not environmental(exc):
+                        raise
+                    return
+                self._pending_replay = None
             while True:
                 with self._cond:
                     while not self._items and not self._tasks and not self._closing:
@@ -233,7 +262,7 @@ class ClickHouseWriter:
                         spans += item.nspans
                 for fn, fut in tasks:
                     try:
-                        fut.set_result(fn(self._transport))
+                        fut.set_result(fn(self.connect()))
                     except Exception as exc:  # noqa: BLE001 - the caller gets it
                         fut.set_exception(exc)
                 if batch and not self._load(batch):
@@ -271,7 +300,7 @@ class ClickHouseWriter:
             try:
                 if item.kind is RecordKind.TRACES:
                     n, traces = self._retrying("ClickHouse span insert",
-                                               lambda r=rows, i=item: load.load_spans(self._transport, self._db, r,
+                                               lambda r=rows, i=item: load.load_spans(self.connect(), self._db, r,
                                                                                        self._token(i, "spans")))
                     inserted += n
                     received += rows.num_rows
@@ -279,7 +308,7 @@ class ClickHouseWriter:
                 else:
                     table = LOG_RECORDS if item.kind is RecordKind.LOGS else SCORES
                     self._retrying("ClickHouse insert", lambda r=rows, i=item, t=table: load.insert(
-                        self._transport, self._db, t, r, self._token(i, t.name)))
+                        self.connect(), self._db, t, r, self._token(i, t.name)))
                     if item.kind is RecordKind.LOGS:
                         logs += rows.num_rows
                     else:
@@ -313,9 +342,10 @@ class ClickHouseWriter:
 
     def _derive(self, traces: set[load.Trace]) -> None:
         started = time.monotonic()
-        spans = load.read_spans(self._transport, self._db, sorted(traces))
+        transport = self.connect()
+        spans = load.read_spans(transport, self._db, sorted(traces))
         runs = self._deriver.runs(spans, utcnow())
-        load.store_runs(self._transport, self._db, runs)
+        load.store_runs(transport, self._db, runs)
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
         self._hooks.upkept(len(traces), self.last_upkeep_s)
@@ -329,14 +359,10 @@ class ClickHouseWriter:
 
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
-            reason = f"{type(exc).__name__}: {exc}"
-            if self.unwritable is None:
-                log.error("ClickHouse cannot be written; exports get 503 until it can: %s", reason)
-            elif state.attempt_number % 10 == 0:
+            assert exc is not None
+            if self.unwritable is not None and state.attempt_number % 10 == 0:
                 log.error("%s failed (attempt %d), retrying with backoff: %s", what, state.attempt_number, exc)
-            with self._cond:
-                self.unwritable = reason
-                self._cond.notify_all()
+            self._set_unwritable(exc)
 
         for attempt in Retrying(
             retry=retry_if_exception(environmental),
@@ -353,6 +379,14 @@ class ClickHouseWriter:
                         self.unwritable = None
                 return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _set_unwritable(self, exc: BaseException) -> None:
+        reason = f"{type(exc).__name__}: {exc}"
+        if self.unwritable is None:
+            log.error("ClickHouse cannot be written; exports get 503 until it can: %s", reason)
+        with self._cond:
+            self.unwritable = reason
+            self._cond.notify_all()
 
     def _dead_letter(self, item: LoadItem, exc: BaseException) -> None:
         log.error("spool record %s/%d (project %r) cannot be loaded and goes to the dead-letter directory: %s: %s",
