@@ -139,10 +139,11 @@ class HttpTransport:
 
 
 def open_transport(url: str, user: str = "default", password: str = "", database: str = "steplens") -> Transport:
-    """`chdb:///path` -> embedded chDB on that directory; `http(s)://host:port` -> a server."""
+    """`chdb:///abs/dir` or `chdb://rel/dir` -> embedded chDB on that directory; `http(s)://host:port`
+    -> a server."""
     parts = urlsplit(url)
     if parts.scheme == "chdb":
-        path = parts.path or parts.netloc
+        path = url[len("chdb://") :]  # chdb:///abs/dir or chdb://relative/dir
         if not path:
             raise ValueError("clickhouse_url chdb:///PATH needs a data directory, e.g. chdb:///var/lib/steplens/ch")
         return ChdbTransport(path, database)
