@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ingest.normalize import SPANS_SCHEMA
 from ingest.store.clickhouse.cursor import _naive_utc
-from ingest.store.clickhouse.schema import RUNS, SPANS, Table
+from ingest.store.clickhouse.schema import LOG_RECORDS, RUNS, SCORES, SPANS, Table
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.spool import Position
 
@@ -112,6 +112,34 @@ def load_spans(transport: Transport, database: str, rows: pa.Table, token: str) 
     return fresh.num_rows, traces
 
 
+def load_logs(transport: Transport, database: str, rows: pa.Table, token: str) -> pa.Table:
+    """Insert the log records of one spool record not stored yet (by their content key); returns
+    the new ones (their evaluation results become scores)."""
+    stored: set[tuple[str, str]] = set()
+    for project in set(rows.column("project").to_pylist()):
+        keys = [k for p, k in zip(rows.column("project").to_pylist(), rows.column("record_key").to_pylist(),
+                                  strict=True) if p == project]
+        found = transport.query_arrow(
+            f"SELECT record_key FROM {_quoted(database, 'log_records')} "
+            "WHERE project = {project:String} AND record_key IN {keys:Array(String)}",
+            {"project": project, "keys": keys},
+        )
+        stored.update((project, k) for k in found.column(0).to_pylist())
+    keep = []
+    for key in zip(rows.column("project").to_pylist(), rows.column("record_key").to_pylist(), strict=True):
+        keep.append(key not in stored)
+        stored.add(key)
+    fresh = rows.filter(pa.array(keep, pa.bool_())) if not all(keep) else rows
+    insert(transport, database, LOG_RECORDS, fresh, token)
+    return fresh
+
+
+def store_scores(transport: Transport, database: str, scores: pa.Table) -> None:
+    """Insert scores derived from spans or log records; the same score id replaces (FINAL)."""
+    if scores.num_rows:
+        transport.insert_arrow(_quoted(database, SCORES.name), for_table(scores, SCORES))
+
+
 def read_spans(transport: Transport, database: str, traces: Iterable[Trace]) -> pa.Table:
     """Every stored span of `traces` (one row per span), as the normalizer's Arrow schema."""
     parts = []
@@ -162,18 +190,22 @@ class RunDeriver:
 
     def runs(self, spans: pa.Table, now: datetime) -> pa.Table:
         """The runs rows (DuckDB's columns) of the traces whose every span is in `spans`."""
+        return self.derive(spans, None, now)[0]
+
+    def derive(self, spans: pa.Table | None, logs: pa.Table | None, now: datetime) -> tuple[pa.Table, pa.Table]:
+        """(runs, scores): the runs rows of the traces whose every span is in `spans`, and the scores
+        their evaluation span events and the evaluation results among `logs` (new log records) are."""
         from ingest.store import upkeep
         from ingest.store.loading import load_batch
 
         conn = self._conn
         for table in self._tables:
             conn.execute(f"DELETE FROM {table}")  # names from information_schema, not input
-        if not spans.num_rows:
-            return conn.sql("SELECT * FROM runs").to_arrow_table()
-        load_batch(conn, spans, Position(0, 0), now)
-        while upkeep.pending(conn):
-            upkeep.run_pass(conn, max_traces=100_000)
-        return conn.sql("SELECT * FROM runs").to_arrow_table()
+        if (spans is not None and spans.num_rows) or (logs is not None and logs.num_rows):
+            load_batch(conn, spans, Position(0, 0), now, logs)
+            while upkeep.pending(conn):
+                upkeep.run_pass(conn, max_traces=100_000)
+        return conn.sql("SELECT * FROM runs").to_arrow_table(), conn.sql("SELECT * FROM scores").to_arrow_table()
 
     def close(self) -> None:
         self._conn.close()

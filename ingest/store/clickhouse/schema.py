@@ -77,7 +77,7 @@ class Table:
     order_by: tuple[str, ...]
     replacing: bool = True
     version: str | None = None
-    ttl_column: str | None = None
+    ttl_column: str | None = None  # a column, or an expression of columns, of the row's time
     indexes: tuple[str, ...] = ()
     shard_key: str = "rand()"
     settings: dict[str, int] = field(default_factory=dict)
@@ -121,7 +121,7 @@ RUNS = Table(
     ),
     order_by=("project", "trace_id"),
     version="revision",
-    ttl_column="updated_at",
+    ttl_column="coalesce(start_time, span_start, updated_at)",  # the run's start, as DuckDB's retention
     indexes=("INDEX start_time_mm start_time TYPE minmax GRANULARITY 1",),
     shard_key="cityHash64(trace_id)",
 )

@@ -73,6 +73,7 @@ class ClickHouseStore(SpanStore):
             ),
             load_batch_spans=s.load_batch_spans,
             retention_days=s.retention_days,
+            retention_interval_s=s.retention_interval_s,
         )
         start = read_position(spool)
         replayed = 0
