@@ -96,7 +96,8 @@ class ChdbTransport:
     def insert_arrow(self, table: str, arrow_table: pa.Table, settings: Settings | None = None) -> None:
         # chDB's Python() table function finds the table by variable name in the caller's frames
         rows = arrow_table  # noqa: F841 - read by name by the SQL below
-        self._run(f"INSERT INTO {table} SELECT * FROM Python(rows)", "CSV", None, settings)
+        names = ", ".join("`" + n.replace("`", "``") + "`" for n in arrow_table.column_names)
+        self._run(f"INSERT INTO {table} ({names}) SELECT * FROM Python(rows)", "CSV", None, settings)
 
     def close(self) -> None:
         with self._lock:

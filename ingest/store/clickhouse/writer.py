@@ -31,7 +31,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponent
 
 from ingest.store import deadletter, logs_load, scores_load
 from ingest.store.clickhouse import load
-from ingest.store.clickhouse.schema import SCORES
+from ingest.store.clickhouse.schema import ANALYTICS_TABLES, SCORES
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.failures import environmental
 from ingest.store.loading import LoadResult
@@ -362,6 +362,10 @@ class ClickHouseWriter:
         runs, scores = self._deriver.derive(spans, logs, utcnow())
         load.store_runs(transport, self._db, runs)
         load.store_scores(transport, self._db, scores)
+        if traces:
+            revision, analytics = time.time_ns(), self._deriver.analytics()
+            for table in ANALYTICS_TABLES:
+                load.replace_trace_rows(transport, self._db, table, analytics[table.name], sorted(traces), revision)
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
         self._hooks.upkept(len(traces), self.last_upkeep_s)
@@ -419,7 +423,8 @@ class ClickHouseWriter:
                                     {"c": cutoff})
         spans = int(old.column(0)[0].as_py())
         for table, column in (("spans", "start_time"), ("runs", "coalesce(start_time, span_start, updated_at)"),
-                              ("log_records", "time"), ("scores", "created_at")):
+                              ("log_records", "time"), ("scores", "created_at"),
+                              *((t.name, "start_time") for t in ANALYTICS_TABLES)):
             transport.command(f"DELETE FROM {db}.`{table}` WHERE {column} < {{c:DateTime64(6, 'UTC')}}", {"c": cutoff})
         self._hooks.retention(spans, 0)
         return spans

@@ -43,7 +43,7 @@ def test_tables_have_duckdbs_columns_and_migrating_twice_is_a_no_op(chdb: ChdbTr
             "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
             [table.name],
         ).fetchall()]  # fmt: skip
-        extra = ["revision"] if table.name == "runs" else []
+        extra = ["revision"] if table.name == "runs" else ["revision", "is_deleted"] if table.per_trace_key else []
         assert _columns(chdb, table.name) == expected + extra, table.name
 
 
@@ -61,6 +61,7 @@ def test_cluster_ddl_is_accepted_by_the_clickhouse_parser(chdb: ChdbTransport) -
     for statement in statements:
         formatted = chdb.query_arrow("SELECT formatQuery({q:String})", {"q": statement}).column(0)[0].as_py()
         assert "ON CLUSTER prod" in formatted, formatted
+    statements += migrations("steplens", "prod")[1]
     spans_local, spans = migrations("steplens", "prod")[0][:2]
     assert "ReplicatedReplacingMergeTree(" in spans_local and "ORDER BY (project, trace_id, span_id)" in spans_local
     assert "ENGINE = Distributed(`prod`, `steplens`, `spans_local`, cityHash64(trace_id))" in spans
