@@ -93,7 +93,7 @@ def bind(sql: str, params: list[Any] | tuple[Any, ...] | dict[str, Any] | None) 
     return "".join(out), bound
 
 
-def _naive_utc(table: pa.Table) -> pa.Table:
+def naive_utc(table: pa.Table) -> pa.Table:
     """Timestamp columns with a time zone as naive UTC (DuckDB's TIMESTAMP), so query code and the
     API see the same Python values from both stores."""
     for index, column_field in enumerate(table.schema):
@@ -134,7 +134,7 @@ class ClickHouseCursor:
             if "TIMEOUT_EXCEEDED" in str(exc) or "Timeout exceeded" in str(exc):
                 raise ClickHouseQueryTimeout(f"query exceeded the {self._timeout_s:g} s time limit") from exc
             raise
-        self._table = _naive_utc(table)
+        self._table = naive_utc(table)
         self._rows = None
         self._next = 0
         return self
