@@ -216,13 +216,13 @@ class RunDeriver:
         self._conn.close()
 
 
-def store_runs(transport: Transport, database: str, runs: pa.Table) -> None:
-    """Insert new versions of `runs` (a higher `revision` than any before: nanoseconds now). No
+def store_runs(transport: Transport, database: str, runs: pa.Table, revision: int | None = None) -> None:
+    """Insert new versions of `runs` under `revision` (default: nanoseconds now; higher wins). No
     dedup token: a replay derives the same rows again under a new revision, which replaces."""
     if not runs.num_rows:
         return
-    revision = pa.array([time.time_ns()] * runs.num_rows, pa.uint64())
-    rows = for_table(runs.append_column("revision", revision), RUNS)
+    revisions = pa.array([revision or time.time_ns()] * runs.num_rows, pa.uint64())
+    rows = for_table(runs.append_column("revision", revisions), RUNS)
     transport.insert_arrow(_quoted(database, RUNS.name), rows)
 
 
