@@ -107,6 +107,12 @@ class Internal(IngestError):
     reason = "internal"
 
 
+class NotAvailable(IngestError):
+    """The configured store has no implementation of this query yet (answered 501, never 500)."""
+
+    reason = "not_available"
+
+
 class ConfigError(Exception):
     """The server cannot start with this configuration; the message says what to change."""
 
@@ -124,6 +130,7 @@ ERROR_TABLE: dict[type[IngestError], ErrorMapping] = {
     Forbidden: ErrorMapping(403, grpc.StatusCode.PERMISSION_DENIED, retryable=False),
     Overloaded: ErrorMapping(503, grpc.StatusCode.UNAVAILABLE, retryable=True),
     Internal: ErrorMapping(500, grpc.StatusCode.INTERNAL, retryable=False),
+    NotAvailable: ErrorMapping(501, grpc.StatusCode.UNIMPLEMENTED, retryable=False),
 }
 
 

@@ -37,10 +37,10 @@ class RunningServer:
 class _ServerThread:
     def __init__(self, settings: Settings) -> None:
         from ingest.server import ServerStack, query_routers
-        from ingest.store import SpanStore
+        from ingest.store.backend import open_store
 
         self.metrics = IngestMetrics()
-        self.store = SpanStore(settings, self.metrics)
+        self.store = open_store(settings, self.metrics)  # settings.store: duckdb unless a test says
         self.store.start()
         try:
             self.stack = ServerStack(
@@ -91,6 +91,8 @@ def start_ingest_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]
         # every test that runs `steplens serve` as a subprocess with the production default.
         overrides.setdefault("normalize_processes", 0)
         overrides.setdefault("db", tmp_path / f"server{n}" / "steplens.duckdb")
+        if overrides.get("store") == "clickhouse":  # embedded chDB beside the server's spool
+            overrides.setdefault("clickhouse_url", f"chdb://{tmp_path / f'server{n}' / 'clickhouse'}")
         settings = Settings(host="127.0.0.1", **overrides)
         server = _ServerThread(settings)
         started.append(server)
