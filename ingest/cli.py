@@ -23,6 +23,7 @@ def serve(
     grpc_port: int | None = None,
     db: Path | None = None,
     config: Path | None = None,
+    role: str | None = None,
 ) -> None:
     """Run until Ctrl-C / SIGTERM; exit code 2 with a message when the configuration cannot work."""
     import typer
@@ -33,7 +34,7 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     err = Console(stderr=True)
     try:
-        run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config)
+        run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config, role=role)
     except (ConfigError, FileNotFoundError) as exc:
         err.print(f"[bold red]steplens serve:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_CONFIG) from None

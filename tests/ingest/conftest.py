@@ -36,7 +36,7 @@ class RunningServer:
 
 class _ServerThread:
     def __init__(self, settings: Settings) -> None:
-        from ingest.server import ServerStack, query_routers
+        from ingest.server import ServerStack, node_routers
         from ingest.store import SpanStore
 
         self.metrics = IngestMetrics()
@@ -44,7 +44,7 @@ class _ServerThread:
         self.store.start()
         try:
             self.stack = ServerStack(
-                settings, self.store, self.metrics, query_routers(settings, self.store),
+                settings, self.store, self.metrics, node_routers(settings, self.store),
                 ephemeral_ports=True, log_level="warning",
             )
         except BaseException:
