@@ -56,6 +56,24 @@ class Settings(BaseSettings):
     port: int = Field(4318, description="OTLP/HTTP receiver and query API port.")
     grpc_port: int = Field(4317, description="OTLP/gRPC receiver port; 0 disables gRPC.")
     db: Path = Field(Path("data/steplens.duckdb"), description="DuckDB database file.")
+    store: Literal["duckdb", "clickhouse"] = Field(
+        "duckdb", description="Storage backend: `duckdb` (one machine, the default) or `clickhouse` (a server or cluster)."
+    )
+    clickhouse_url: str = Field(
+        "chdb:///data/steplens.chdb",
+        description="ClickHouse to use with store=clickhouse: `http(s)://host:port` (a server, via clickhouse-connect) "
+        "or `chdb:///path` (the embedded engine on a data directory).",
+    )
+    clickhouse_user: str = Field("default", description="ClickHouse user.")
+    clickhouse_password: str = Field(
+        "",
+        repr=False,
+        description="ClickHouse password; set it with the STEPLENS_CLICKHOUSE_PASSWORD environment variable, not a file.",
+    )
+    clickhouse_database: str = Field("steplens", description="ClickHouse database holding the steplens tables.")
+    clickhouse_cluster: str | None = Field(
+        None, description="ClickHouse cluster name: tables are then replicated (ON CLUSTER) behind Distributed tables."
+    )
     spool_dir: Path | None = Field(None, description="Write-ahead spool directory (default: next to the db, `<db>.spool`).")
     default_project: str = Field("default", description="Project of spans received without API keys configured.")
     api_keys: list[ApiKey] = Field(default_factory=list, description="API keys; none means loopback-only, no auth.")

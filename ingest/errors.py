@@ -113,6 +113,12 @@ class Internal(IngestError):
     reason = "internal"
 
 
+class NotAvailable(IngestError):
+    """The configured store has no implementation of this query yet (answered 501, never 500)."""
+
+    reason = "not_available"
+
+
 class ConfigError(Exception):
     """The server cannot start with this configuration; the message says what to change."""
 
@@ -131,6 +137,7 @@ ERROR_TABLE: dict[type[IngestError], ErrorMapping] = {
     Overloaded: ErrorMapping(503, grpc.StatusCode.UNAVAILABLE, retryable=True),
     Internal: ErrorMapping(500, grpc.StatusCode.INTERNAL, retryable=False),
     WrongRole: ErrorMapping(404, grpc.StatusCode.UNIMPLEMENTED, retryable=False),
+    NotAvailable: ErrorMapping(501, grpc.StatusCode.UNIMPLEMENTED, retryable=False),
 }
 
 

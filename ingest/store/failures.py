@@ -62,9 +62,50 @@ _BY_CLASS: tuple[tuple[type[BaseException], Failure], ...] = (
 )
 
 
+# ClickHouse (clickhouse-connect or chDB): the server is down, refusing, overloaded or out of room;
+# its error codes by name as they appear in the message.
+_CLICKHOUSE_ENVIRONMENT = (
+    "connection refused",
+    "connection reset",
+    "timed out",
+    "timeout",
+    "network is unreachable",
+    "name or service not known",
+    "temporary failure in name resolution",
+    "too_many_simultaneous_queries",
+    "too_many_parts",
+    "memory_limit_exceeded",
+    "not_enough_space",
+    "table_is_read_only",
+    "all_connection_tries_failed",
+    "socket_timeout",
+    "network_error",
+    "keeper_exception",
+    "unknown_database",  # a server recreated without its schema: retried until the operator migrates
+)
+
+
+def _clickhouse_failure(exc: BaseException) -> Failure | None:
+    """The class of a ClickHouse client error, None when `exc` is not one. A server-side error that
+    names no environmental cause is the data's (poison); the transport failing is the environment's."""
+    module = type(exc).__module__
+    if not (module.startswith("clickhouse_connect") or module.startswith("chdb")):
+        return None
+    message = str(exc).lower()
+    if any(fragment in message for fragment in _CLICKHOUSE_ENVIRONMENT + _ENVIRONMENT):
+        return Failure.TRANSIENT
+    name = type(exc).__name__
+    if name in ("OperationalError", "StreamFailureError", "StreamCompleteException"):
+        return Failure.TRANSIENT  # clickhouse-connect: the connection or stream failed
+    return Failure.POISON
+
+
 def classify(exc: BaseException) -> Failure:
     """What the writer does about `exc`, raised while loading, normalizing or setting a record aside."""
     message = str(exc).lower()
+    clickhouse = _clickhouse_failure(exc)
+    if clickhouse is not None:
+        return clickhouse
     if any(fragment in message for fragment in _INVALIDATED):
         return Failure.REOPEN
     if isinstance(exc, OSError) and exc.errno in _ENV_ERRNOS:

@@ -1,0 +1,187 @@
+"""Loading spool records into ClickHouse, exactly once, and keeping runs current.
+
+Exactly once, without transactions: each spool record is one INSERT per table carrying an
+`insert_deduplication_token` made of the spool's id and the record's position, so the same record
+inserted again (a replay after a crash, a retry after a timeout whose insert did land) is dropped by
+ClickHouse itself. Spans already stored (a client's retried export, possibly a different record)
+are removed before the insert by an anti-join on (project, trace_id, span_id) over the traces of
+the batch, and the ReplacingMergeTree key is the last line for two ingest nodes racing.
+
+Runs: the rules that turn a trace's spans into its runs row (the load merge of
+ingest/store/loading.py and the trace-level derivation of ingest/store/run_derive.py) have one
+implementation, run here over a scratch in-memory DuckDB holding only the touched traces' spans
+read back from ClickHouse; the resulting rows are inserted into ClickHouse's `runs` with a higher
+`revision`, so a late span replaces the run (ReplacingMergeTree). The two stores cannot disagree
+about what a run is, and no derivation SQL is written twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import datetime
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.normalize import SPANS_SCHEMA
+from ingest.store.clickhouse.cursor import _naive_utc
+from ingest.store.clickhouse.schema import RUNS, SPANS, Table
+from ingest.store.clickhouse.transport import Transport
+from ingest.store.spool import Position
+
+Trace = tuple[str, str]
+
+
+def _quoted(database: str, table: str) -> str:
+    return f"`{database}`.`{table}`"
+
+
+def for_table(rows: pa.Table, table: Table) -> pa.Table:
+    """`rows` with exactly `table`'s columns in its order (absent ones NULL, JSON as text), which is
+    what a positional `INSERT ... SELECT *` and a by-name insert both take."""
+    columns = []
+    for name, ch_type in table.columns:
+        if name in rows.column_names:
+            column = rows.column(name)
+            if isinstance(column.type, pa.ExtensionType):  # arrow.json: its text
+                column = pa.chunked_array([c.storage for c in column.chunks], column.type.storage_type)
+            if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+                column = pc.cast(column, pa.timestamp("us"))
+        elif ch_type.startswith("Array"):
+            column = pa.chunked_array([pa.array([[]] * rows.num_rows, pa.list_(pa.string()))])
+        else:
+            column = pa.chunked_array([pa.nulls(rows.num_rows)])
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def _traces(rows: pa.Table) -> list[Trace]:
+    pairs = zip(rows.column("project").to_pylist(), rows.column("trace_id").to_pylist(), strict=True)
+    return sorted(set(pairs))
+
+
+def _by_project(traces: Iterable[Trace]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for project, trace_id in traces:
+        out.setdefault(project, []).append(trace_id)
+    return out
+
+
+def stored_span_keys(transport: Transport, database: str, traces: Iterable[Trace]) -> set[tuple[str, str, str]]:
+    """(project, trace_id, span_id) of the spans already stored for `traces`."""
+    keys: set[tuple[str, str, str]] = set()
+    for project, trace_ids in _by_project(traces).items():
+        found = transport.query_arrow(
+            f"SELECT trace_id, span_id FROM {_quoted(database, 'spans')} "
+            "WHERE project = {project:String} AND trace_id IN {trace_ids:Array(String)}",
+            {"project": project, "trace_ids": trace_ids},
+        )
+        keys.update((project, t, s) for t, s in zip(found.column(0).to_pylist(), found.column(1).to_pylist(), strict=True))
+    return keys
+
+
+def new_spans(rows: pa.Table, stored: set[tuple[str, str, str]]) -> pa.Table:
+    """The rows of `rows` not stored yet, each (project, trace_id, span_id) once (the first)."""
+    seen = set(stored)
+    keep = []
+    for key in zip(
+        rows.column("project").to_pylist(), rows.column("trace_id").to_pylist(), rows.column("span_id").to_pylist(),
+        strict=True,
+    ):
+        keep.append(key not in seen)
+        seen.add(key)
+    return rows.filter(pa.array(keep, pa.bool_())) if not all(keep) else rows
+
+
+def insert(transport: Transport, database: str, table: Table, rows: pa.Table, token: str) -> None:
+    """One deduplicated insert of `rows` into `table`."""
+    if rows.num_rows:
+        transport.insert_arrow(
+            _quoted(database, table.name), for_table(rows, table), {"insert_deduplication_token": token}
+        )
+
+
+def load_spans(transport: Transport, database: str, rows: pa.Table, token: str) -> tuple[int, list[Trace]]:
+    """Insert the spans of one spool record not stored yet; returns (inserted, the record's traces).
+    Every trace of the record is returned, inserted or not, so a replay re-derives its runs."""
+    traces = _traces(rows)
+    fresh = new_spans(rows, stored_span_keys(transport, database, traces))
+    insert(transport, database, SPANS, fresh, token)
+    return fresh.num_rows, traces
+
+
+def read_spans(transport: Transport, database: str, traces: Iterable[Trace]) -> pa.Table:
+    """Every stored span of `traces` (one row per span), as the normalizer's Arrow schema."""
+    parts = []
+    names = SPANS_SCHEMA.names
+    select = ", ".join(f"`{n}`" for n in names)
+    for project, trace_ids in _by_project(traces).items():
+        parts.append(
+            _naive_utc(transport.query_arrow(
+                f"SELECT {select} FROM {_quoted(database, 'spans')} FINAL "
+                "WHERE project = {project:String} AND trace_id IN {trace_ids:Array(String)}",
+                {"project": project, "trace_ids": trace_ids},
+            ))
+        )  # fmt: skip
+    if not parts:
+        return SPANS_SCHEMA.empty_table()
+    table = pa.concat_tables(parts)
+    columns = []
+    for field in SPANS_SCHEMA:
+        column = table.column(field.name)
+        if isinstance(field.type, pa.ExtensionType):
+            column = pa.chunked_array(
+                [pa.ExtensionArray.from_storage(field.type, c.cast(pa.string())) for c in column.chunks],
+                field.type,
+            )
+        else:
+            column = column.cast(field.type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=SPANS_SCHEMA)
+
+
+class RunDeriver:
+    """The runs rows of touched traces, computed by the shared DuckDB rules on a scratch database."""
+
+    def __init__(self) -> None:
+        from ingest.store.loading import ensure_position_row
+        from ingest.store.migrate import migrate
+
+        self._conn = duckdb.connect(":memory:")
+        migrate(self._conn)
+        ensure_position_row(self._conn, datetime(1970, 1, 1))
+        self._tables = [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+                "AND table_name NOT IN ('schema_migrations', 'spool_position')"
+            ).fetchall()
+        ]
+
+    def runs(self, spans: pa.Table, now: datetime) -> pa.Table:
+        """The runs rows (DuckDB's columns) of the traces whose every span is in `spans`."""
+        from ingest.store import upkeep
+        from ingest.store.loading import load_batch
+
+        conn = self._conn
+        for table in self._tables:
+            conn.execute(f"DELETE FROM {table}")  # names from information_schema, not input
+        if not spans.num_rows:
+            return conn.sql("SELECT * FROM runs").to_arrow_table()
+        load_batch(conn, spans, Position(0, 0), now)
+        while upkeep.pending(conn):
+            upkeep.run_pass(conn, max_traces=100_000)
+        return conn.sql("SELECT * FROM runs").to_arrow_table()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def store_runs(transport: Transport, database: str, runs: pa.Table, token: str) -> None:
+    """Insert new versions of `runs` (a higher `revision` than any before: nanoseconds now)."""
+    if not runs.num_rows:
+        return
+    revision = pa.array([time.time_ns()] * runs.num_rows, pa.uint64())
+    insert(transport, database, RUNS, runs.append_column("revision", revision), token)
