@@ -366,7 +366,7 @@ def serve(
     tune_process_memory()
     settings = load_settings(config, host=host, port=port, grpc_port=grpc_port, db=db, role=role)
     logging.getLogger("ingest").setLevel(settings.log_level.upper())
-    check_role_store(settings.role, getattr(settings, "store", "duckdb"))
+    check_role_store(settings.role, settings.store)
     metrics = IngestMetrics()
     store = SpanStore(settings, metrics)
     routers = node_routers(settings, store)
