@@ -352,6 +352,8 @@ def serve(
     grpc_port: int | None = None,
     db: Path | None = None,
     config: Path | None = None,
+    store: str | None = None,
+    clickhouse_url: str | None = None,
     role: str | None = None,
 ) -> None:
     """Run the server (or the part of it `role` names, ingest/roles.py) until SIGINT/SIGTERM, then
@@ -361,22 +363,25 @@ def serve(
     turns that into a one-line error and exit code 2.
     """
     from ingest.memory import tune_process_memory
-    from ingest.store import SpanStore
+    from ingest.store.backend import open_store
 
     tune_process_memory()
-    settings = load_settings(config, host=host, port=port, grpc_port=grpc_port, db=db, role=role)
+    settings = load_settings(
+        config, host=host, port=port, grpc_port=grpc_port, db=db, store=store, clickhouse_url=clickhouse_url,
+        role=role,
+    )
     logging.getLogger("ingest").setLevel(settings.log_level.upper())
     check_role_store(settings.role, settings.store)
     metrics = IngestMetrics()
-    store = SpanStore(settings, metrics)
-    routers = node_routers(settings, store)
-    stack = ServerStack(settings, store, metrics, routers)  # binds HTTP: fails fast on a taken port
+    span_store = open_store(settings, metrics)
+    routers = node_routers(settings, span_store)
+    stack = ServerStack(settings, span_store, metrics, routers)  # binds HTTP: fails fast on a taken port
     try:
-        store.start()
+        span_store.start()
         try:
             asyncio.run(stack.serve())
         finally:
-            store.stop()
+            span_store.stop()
     finally:
         stack.http_socket.close()
 

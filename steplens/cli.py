@@ -36,13 +36,17 @@ def serve(
     grpc_port: Annotated[int | None, typer.Option("--grpc-port", help="OTLP/gRPC port (default 4317, 0 disables).")] = None,
     db: Annotated[Path | None, typer.Option(help="DuckDB file (default ./data/steplens.duckdb).")] = None,
     config: Annotated[Path | None, typer.Option(help="steplens.toml with settings, keys, alert rules.")] = None,
+    store: Annotated[str | None, typer.Option(help="Storage backend: duckdb (default) or clickhouse.")] = None,
+    clickhouse_url: Annotated[str | None, typer.Option(
+        "--clickhouse-url", help="ClickHouse for --store clickhouse: http(s)://host:port or chdb:///path.")] = None,
     role: Annotated[str | None, typer.Option(help="all (default), or for a ClickHouse deployment: ingest, api or "
                                              "worker (see docs/deploy.md).")] = None,
 ) -> None:
-    """Run the ingest server: OTLP receiver, DuckDB store, query API."""
+    """Run the ingest server: OTLP receiver, store (DuckDB or ClickHouse), query API."""
     from ingest.cli import serve as run_server
 
-    run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config, role=role)
+    run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config, store=store,
+               clickhouse_url=clickhouse_url, role=role)
 
 
 @app.command()

@@ -45,6 +45,7 @@ from ingest.normalize.values import out_of_range_counts
 from ingest.search.index import SearchIndex
 from ingest.search.indexer import SearchIndexer
 from ingest.store import database
+from ingest.store.backend import DUCKDB_QUERIES
 from ingest.store.committer import CommitterClosed, GroupCommitter, PendingWrite
 from ingest.store.database import open_database
 from ingest.store.loading import LoadResult, ensure_position_row, read_position
@@ -95,6 +96,9 @@ def default_normalizer(settings: Settings) -> Normalizer:
 
 class SpanStore:
     """See module docstring. Thread-safe; `submit` is loop-safe, `submit_blocking` is for threads."""
+
+    name = "duckdb"  # the storage seam (ingest/store/backend.py)
+    queries = DUCKDB_QUERIES
 
     def __init__(
         self,

@@ -179,9 +179,11 @@ class RunDeriver:
         self._conn.close()
 
 
-def store_runs(transport: Transport, database: str, runs: pa.Table, token: str) -> None:
-    """Insert new versions of `runs` (a higher `revision` than any before: nanoseconds now)."""
+def store_runs(transport: Transport, database: str, runs: pa.Table) -> None:
+    """Insert new versions of `runs` (a higher `revision` than any before: nanoseconds now). No
+    dedup token: a replay derives the same rows again under a new revision, which replaces."""
     if not runs.num_rows:
         return
     revision = pa.array([time.time_ns()] * runs.num_rows, pa.uint64())
-    insert(transport, database, RUNS, runs.append_column("revision", revision), token)
+    rows = for_table(runs.append_column("revision", revision), RUNS)
+    transport.insert_arrow(_quoted(database, RUNS.name), rows)

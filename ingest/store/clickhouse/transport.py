@@ -62,11 +62,15 @@ class ChdbTransport:
     """chDB (>= 4.4) on a data directory. One session per process: chDB results are not safe to
     fetch from two threads at once, so every call holds the lock (reads are serialized)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, database: str = "steplens") -> None:
         from chdb import session
 
         self._session = session.Session(path)
         self._lock = threading.Lock()
+        # unqualified table names in queries resolve to the steplens database, as on a server client
+        quoted = "`" + database.replace("`", "``") + "`"
+        self._session.query(f"CREATE DATABASE IF NOT EXISTS {quoted}", "CSV")
+        self._session.query(f"USE {quoted}", "CSV")
 
     def _run(self, sql: str, fmt: str, params: Params | None, settings: Settings | None) -> Any:
         text_params = {k: _literal(v, False) for k, v in (params or {}).items()}
@@ -135,7 +139,7 @@ def open_transport(url: str, user: str = "default", password: str = "", database
         path = parts.path or parts.netloc
         if not path:
             raise ValueError("clickhouse_url chdb:///PATH needs a data directory, e.g. chdb:///var/lib/steplens/ch")
-        return ChdbTransport(path)
+        return ChdbTransport(path, database)
     if parts.scheme in ("http", "https"):
         return HttpTransport(url, user, password, database)
     raise ValueError(

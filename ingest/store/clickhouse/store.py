@@ -1,0 +1,141 @@
+"""ClickHouseStore: the span store on ClickHouse, with the DuckDB store's receive path.
+
+What is shared (SpanStore): submit -> normalize -> fsynced spool -> the 200, the queue bound,
+the 503s of a full spool. What is this backend's: the writer (ingest/store/clickhouse/writer.py:
+exactly-once inserts, runs derivation, the spool mark in the spool directory), the schema
+(created and migrated at start), and reads: `read()` yields a ClickHouseCursor whose statements
+get `max_execution_time` from `query_timeout_s`, and `queries` is ClickHouse's query namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ingest.errors import NotAvailable, StorageUnavailable
+from ingest.normalize.process import NormalizePool
+from ingest.store.backend import CLICKHOUSE_QUERIES
+from ingest.store.clickhouse.cursor import ClickHouseCursor
+from ingest.store.clickhouse.migrate import migrate
+from ingest.store.clickhouse.transport import Transport, open_transport
+from ingest.store.clickhouse.writer import ClickHouseWriter, read_position
+from ingest.store.committer import GroupCommitter
+from ingest.store.failures import environmental
+from ingest.store.spool import SpoolWriter, list_segments
+from ingest.store.store import SpanStore, default_normalizer
+from ingest.store.writer import WriterHooks
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class ClickHouseStore(SpanStore):
+    """See module docstring."""
+
+    name = "clickhouse"
+    queries = CLICKHOUSE_QUERIES
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._transport: Transport | None = None
+
+    def _open_transport(self) -> Transport:
+        s = self.settings
+        return open_transport(s.clickhouse_url, s.clickhouse_user, s.clickhouse_password, s.clickhouse_database)
+
+    def start(self) -> None:
+        """Connect, migrate, replay the spool into ClickHouse, start the committer and writer."""
+        if self._started:
+            return
+        s = self.settings
+        spool = s.spool_path
+        spool.mkdir(parents=True, exist_ok=True)
+        normalize = self._normalizer or default_normalizer(s)
+        self._normalize = normalize
+        if self._normalizer is None and s.normalize_processes > 0:
+            self._pool = NormalizePool(s.normalize_processes, s.price_file)
+        transport = self._open_transport()
+        try:
+            migrate(transport, s.clickhouse_database, s.clickhouse_cluster, s.retention_days)
+            writer = ClickHouseWriter(
+                transport, s.clickhouse_database, normalize, spool,
+                WriterHooks(
+                    loaded=self._on_loaded,
+                    dead_lettered=self._on_dead_letter,
+                    retention=self._on_retention,
+                    upkept=self._on_upkeep,
+                    checkpointed=lambda _s: None,
+                    upkeep_isolated=lambda _r: None,
+                    quarantined=lambda _n: None,
+                ),
+                load_batch_spans=s.load_batch_spans,
+                retention_days=s.retention_days,
+            )
+            start = read_position(spool)
+            replayed = writer.replay(start, first_seq=0)
+        except BaseException:
+            transport.close()
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+            raise
+        if replayed:
+            log.info("replayed %d acknowledged spool record(s) into ClickHouse", replayed)
+        self._counts["replayed_records"] = replayed
+        self._seq = replayed
+        position = read_position(spool)
+        next_segment = max([position.segment, *list_segments(spool)]) + 1
+        committer = GroupCommitter(
+            SpoolWriter(spool, next_segment, self._segment_max_bytes),
+            s.commit_interval_ms / 1000.0,
+            on_durable=self._on_durable,
+            on_failed=self._on_failed,
+            on_commit=self._on_commit,
+        )
+        self._transport = transport
+        self._writer, self._committer = writer, committer  # type: ignore[assignment]
+        writer.start()
+        committer.start()
+        with self._lock:
+            self._accepting = True
+        self._started = True
+
+    def stop(self) -> None:
+        """Stop accepting, fsync what is queued, load everything acknowledged, close."""
+        if not self._started:
+            return
+        with self._lock:
+            self._accepting = False
+        assert self._committer is not None and self._writer is not None and self._transport is not None
+        self._committer.close()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        self._writer.close()
+        self._transport.close()
+        self.search_index.close()
+        self._started = False
+
+    @contextmanager
+    def read(self) -> Iterator[ClickHouseCursor]:
+        """A cursor whose statements stop after `query_timeout_s` (the whole `with` block's budget)."""
+        if self._transport is None:
+            raise RuntimeError("the span store is not started")
+        cursor = ClickHouseCursor(self._transport, self.settings.query_timeout_s)
+        try:
+            yield cursor
+        except Exception as exc:
+            if environmental(exc) and not isinstance(exc, TimeoutError):
+                raise StorageUnavailable(
+                    f"ClickHouse cannot be read ({type(exc).__name__}); retry shortly", self.settings.retry_after_s
+                ) from exc
+            raise
+        finally:
+            cursor.close()
+
+    def run_write(self, fn: Callable[[Any], T]) -> Future[T]:
+        """Writes of the alert, queue and evaluator services are DuckDB SQL: not on this store yet."""
+        raise NotAvailable("writes of alerts, queues, views and evaluators are not available on the clickhouse store yet")

@@ -1,0 +1,376 @@
+"""The ClickHouse store's writer thread: spool records -> ClickHouse, then the spool mark.
+
+Order per batch: insert each record (spans, log records or scores; one deduplicated insert per
+record and table, ingest/store/clickhouse/load.py), derive the runs of every trace the records
+touched and insert their new versions, then write the spool mark (fsynced) and delete loaded
+segments. A crash anywhere before the mark replays the records: their inserts are dropped as
+duplicates and their runs are derived again, so every acknowledged span is stored exactly once.
+
+ClickHouse unreachable or refusing is environmental (ingest/store/failures.py): the batch is
+retried with backoff, `unwritable` is set (the store answers 503 with Retry-After and /readyz
+is not ready) and nothing is dropped; a record that fails on its own goes to the dead letters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
+
+from ingest.store import deadletter, logs_load, scores_load
+from ingest.store.clickhouse import load
+from ingest.store.clickhouse.schema import LOG_RECORDS, SCORES
+from ingest.store.clickhouse.transport import Transport
+from ingest.store.failures import environmental
+from ingest.store.loading import LoadResult
+from ingest.store.spool import Position, RecordKind, delete_segments_before, list_segments, read_segment
+from ingest.store.writer import (
+    RETRY_MAX_S,
+    RETRY_MIN_S,
+    LoadItem,
+    Normalizer,
+    WriterHooks,
+    count_spans,
+    utcnow,
+)
+
+log = logging.getLogger(__name__)
+
+POSITION_FILE = "clickhouse.position"
+SPOOL_ID_FILE = "clickhouse.spool-id"
+
+
+def _fsync_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_position(spool_dir: Path) -> Position:
+    """The mark: the spool position after the last record ClickHouse acknowledged (start: 0/0)."""
+    try:
+        data = json.loads((spool_dir / POSITION_FILE).read_text())
+    except FileNotFoundError:
+        return Position(0, 0)
+    return Position(int(data["segment"]), int(data["offset"]))
+
+
+def write_position(spool_dir: Path, position: Position) -> None:
+    _fsync_write(spool_dir / POSITION_FILE, json.dumps({"segment": position.segment, "offset": position.offset}))
+
+
+def spool_id(spool_dir: Path) -> str:
+    """This spool's identity (made once): part of every dedup token, so two ingest nodes' records
+    at the same position never collide."""
+    path = spool_dir / SPOOL_ID_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        value = os.urandom(8).hex()
+        _fsync_write(path, value)
+        return value
+
+
+class ClickHouseWriter:
+    """Same surface as ingest.store.writer.Writer, for SpanStore's submit path and stats."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        database: str,
+        normalize: Normalizer,
+        spool_dir: Path,
+        hooks: WriterHooks,
+        *,
+        load_batch_spans: int,
+        retention_days: int,
+    ) -> None:
+        self._transport = transport
+        self._db = database
+        self._normalize = normalize
+        self._spool_dir = spool_dir
+        self._hooks = hooks
+        self._load_batch_spans = load_batch_spans
+        self._retention_days = retention_days
+        self._spool_id = spool_id(spool_dir)
+        self._deriver = load.RunDeriver()
+        self._cond = threading.Condition()
+        self._items: deque[LoadItem] = deque()
+        self._tasks: deque[tuple[Callable[[Transport], Any], Future[Any]]] = deque()
+        self._handed_upto = 0
+        self._loaded_upto = 0
+        self._closing = False
+        self._deleted_before = 0
+        self.failed: BaseException | None = None
+        self.unwritable: str | None = None
+        self.checkpoints = 0
+        self.upkeep_passes = 0
+        self.last_upkeep_s = 0.0
+        self.upkeep_quarantined = 0
+        self._thread = threading.Thread(target=self._run, name="steplens-clickhouse-writer", daemon=True)
+
+    # ---- the surface SpanStore uses ----------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, items: list[LoadItem]) -> None:
+        with self._cond:
+            self._items.extend(items)
+            if items:
+                self._handed_upto = items[-1].seq
+            self._cond.notify_all()
+
+    def call(self, fn: Callable[[Transport], Any]) -> Future[Any]:
+        fut: Future[Any] = Future()
+        with self._cond:
+            if self._closing:
+                fut.set_exception(RuntimeError("the writer is closed"))
+                return fut
+            self._tasks.append((fn, fut))
+            self._cond.notify_all()
+        return fut
+
+    def request_retention(self) -> Future[int]:
+        if self._retention_days <= 0:
+            fut: Future[int] = Future()
+            fut.set_result(0)
+            return fut
+        return self.call(self._retention)
+
+    def wait_loaded(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            target = self._handed_upto
+            while self._loaded_upto < target:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.failed is not None:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    def pending_items(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    def close(self, timeout: float | None = None) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self._deriver.close()
+
+    def replay(self, start: Position, first_seq: int) -> int:
+        """Load every spool record after the mark (before the thread starts); returns how many."""
+        batch: list[LoadItem] = []
+        spans = 0
+        seq = first_seq
+        for segment in list_segments(self._spool_dir):
+            if segment < start.segment:
+                continue
+            offset = start.offset if segment == start.segment else 0
+            for record in read_segment(self._spool_dir, segment, offset):
+                seq += 1
+                request: ExportTraceServiceRequest | None = None
+                n = 0
+                if record.kind is RecordKind.TRACES:
+                    try:
+                        request = ExportTraceServiceRequest.FromString(record.payload)
+                        n = count_spans(request)
+                    except Exception:  # noqa: BLE001 - _load dead-letters it with the parse error
+                        request = None
+                batch.append(LoadItem(seq, record.project, request, record.payload, 0, n, record.end, kind=record.kind))
+                spans += n
+                if spans >= self._load_batch_spans:
+                    self._load(batch)
+                    batch, spans = [], 0
+        if batch:
+            self._load(batch)
+        with self._cond:
+            self._handed_upto = self._loaded_upto = max(self._loaded_upto, seq)
+        return seq - first_seq
+
+    # ---- the thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._items and not self._tasks and not self._closing:
+                        self._cond.wait(1.0)
+                    if self._closing and not self._items and not self._tasks:
+                        return
+                    tasks = list(self._tasks)
+                    self._tasks.clear()
+                    batch: list[LoadItem] = []
+                    spans = 0
+                    while self._items and (not batch or spans + self._items[0].nspans <= self._load_batch_spans):
+                        item = self._items.popleft()
+                        batch.append(item)
+                        spans += item.nspans
+                for fn, fut in tasks:
+                    try:
+                        fut.set_result(fn(self._transport))
+                    except Exception as exc:  # noqa: BLE001 - the caller gets it
+                        fut.set_exception(exc)
+                if batch and not self._load(batch):
+                    return  # closing while ClickHouse keeps failing: the spool keeps the records
+        except BaseException as exc:
+            log.exception("the ClickHouse writer thread crashed")
+            with self._cond:
+                self.failed = exc
+                self._cond.notify_all()
+
+    def _token(self, item: LoadItem, table: str) -> str:
+        return f"steplens:{self._spool_id}:{item.end.segment}:{item.end.offset}:{table}"
+
+    def _rows(self, item: LoadItem) -> pa.Table:
+        if item.table is not None:
+            return item.table
+        now = utcnow()
+        if item.kind is RecordKind.LOGS:
+            return logs_load.normalize(item.project, item.raw(), now)
+        if item.kind is RecordKind.SCORES:
+            return scores_load.normalize(item.project, item.raw(), now)
+        return self._normalize(item.project, item.parsed(), now)
+
+    def _load(self, batch: list[LoadItem]) -> bool:
+        """Load `batch`, derive its traces' runs, move the mark. False: closing before it could."""
+        started = time.monotonic()
+        inserted = received = logs = scores = 0
+        touched: set[load.Trace] = set()
+        for item in batch:
+            try:
+                rows = self._rows(item)
+            except Exception as exc:  # noqa: BLE001 - a record that does not normalize is poison
+                self._dead_letter(item, exc)
+                continue
+            try:
+                if item.kind is RecordKind.TRACES:
+                    n, traces = self._retrying("ClickHouse span insert",
+                                               lambda r=rows, i=item: load.load_spans(self._transport, self._db, r,
+                                                                                       self._token(i, "spans")))
+                    inserted += n
+                    received += rows.num_rows
+                    touched.update(traces)
+                else:
+                    table = LOG_RECORDS if item.kind is RecordKind.LOGS else SCORES
+                    self._retrying("ClickHouse insert", lambda r=rows, i=item, t=table: load.insert(
+                        self._transport, self._db, t, r, self._token(i, t.name)))
+                    if item.kind is RecordKind.LOGS:
+                        logs += rows.num_rows
+                    else:
+                        scores += rows.num_rows
+            except Exception as exc:  # noqa: BLE001
+                if environmental(exc):
+                    return False  # closing: stays in the spool
+                self._dead_letter(item, exc)
+        if touched:
+            try:
+                self._retrying("run derivation", lambda: self._derive(touched))
+            except Exception as exc:  # noqa: BLE001
+                if environmental(exc):
+                    return False
+                log.error("deriving the runs of %d trace(s) failed; their spans are stored: %s", len(touched), exc)
+        try:
+            self._retrying("writing the spool mark", lambda: write_position(self._spool_dir, batch[-1].end))
+        except OSError:
+            return False
+        segment = batch[-1].end.segment
+        if segment > self._deleted_before:
+            delete_segments_before(self._spool_dir, segment)
+            self._deleted_before = segment
+        result = LoadResult(received=received, inserted=inserted, logs_received=logs, logs_inserted=logs,
+                            scores_received=scores, scores_written=scores)
+        self._hooks.loaded(batch, result, time.monotonic() - started)
+        with self._cond:
+            self._loaded_upto = max(self._loaded_upto, batch[-1].seq)
+            self._cond.notify_all()
+        return True
+
+    def _derive(self, traces: set[load.Trace]) -> None:
+        started = time.monotonic()
+        spans = load.read_spans(self._transport, self._db, sorted(traces))
+        runs = self._deriver.runs(spans, utcnow())
+        load.store_runs(self._transport, self._db, runs)
+        self.upkeep_passes += 1
+        self.last_upkeep_s = time.monotonic() - started
+        self._hooks.upkept(len(traces), self.last_upkeep_s)
+
+    def _retrying(self, what: str, fn: Callable[[], Any]) -> Any:
+        """`fn()`, retried with backoff while it fails for an environmental reason (a few attempts
+        once closing); `unwritable` says why meanwhile, so submits answer 503."""
+
+        def stop(state: RetryCallState) -> bool:
+            return self._closing and state.attempt_number >= 3
+
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            reason = f"{type(exc).__name__}: {exc}"
+            if self.unwritable is None:
+                log.error("ClickHouse cannot be written; exports get 503 until it can: %s", reason)
+            elif state.attempt_number % 10 == 0:
+                log.error("%s failed (attempt %d), retrying with backoff: %s", what, state.attempt_number, exc)
+            with self._cond:
+                self.unwritable = reason
+                self._cond.notify_all()
+
+        for attempt in Retrying(
+            retry=retry_if_exception(environmental),
+            wait=wait_exponential(multiplier=RETRY_MIN_S, max=RETRY_MAX_S),
+            stop=stop,
+            before_sleep=before_sleep,
+            reraise=True,
+        ):
+            with attempt:
+                result = fn()
+                if self.unwritable is not None:
+                    log.warning("ClickHouse can be written again; loading resumed")
+                    with self._cond:
+                        self.unwritable = None
+                return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _dead_letter(self, item: LoadItem, exc: BaseException) -> None:
+        log.error("spool record %s/%d (project %r) cannot be loaded and goes to the dead-letter directory: %s: %s",
+                  item.end.segment, item.end.offset, item.project, type(exc).__name__, exc)
+        deadletter.write(self._spool_dir, item.end, item.project, item.raw(), item.nspans, exc, item.kind)
+        self._hooks.dead_lettered(item, exc)
+
+    def _retention(self, transport: Transport) -> int:
+        """The sweep behind `sweep_retention`: delete what is older than `retention_days` now (the
+        TTL does the same on merges, whenever they run); returns the spans deleted."""
+        cutoff = utcnow() - timedelta(days=self._retention_days)
+        db = f"`{self._db}`"
+        old = transport.query_arrow(f"SELECT count() FROM {db}.spans WHERE start_time < {{c:DateTime64(6, 'UTC')}}",
+                                    {"c": cutoff})
+        spans = int(old.column(0)[0].as_py())
+        for table, column in (("spans", "start_time"), ("runs", "updated_at"), ("log_records", "time"),
+                              ("scores", "created_at")):
+            transport.command(f"DELETE FROM {db}.`{table}` WHERE {column} < {{c:DateTime64(6, 'UTC')}}", {"c": cutoff})
+        self._hooks.retention(spans, 0)
+        return spans
+
