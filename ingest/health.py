@@ -28,7 +28,9 @@ def health_router(store: SpanSink, metrics: IngestMetrics, role: str = "all") ->
     @router.get("/readyz")
     async def readyz(request: Request) -> JSONResponse:
         jobs = getattr(request.app.state, "jobs", None)
-        node = {"role": role, "jobs": jobs.running() if jobs is not None else []}
+        node: dict[str, object] = {"role": role, "jobs": jobs.running() if jobs is not None else []}
+        if jobs is not None and jobs.unavailable:  # jobs this store cannot run yet, with the reason
+            node["jobs_unavailable"] = dict(jobs.unavailable)
         try:
             ready = bool(store.ready())
             # a store that can say why (SpanStore: starting, fatal error, disk full) does
