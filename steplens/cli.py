@@ -434,6 +434,21 @@ def export(
     raise typer.Exit(export_command(api, out, fmt, since, until, list(table or ALL_TABLES), project))
 
 
+@app.command(name="migrate")
+def migrate_store(
+    from_: Annotated[Path, typer.Option("--from", help="The DuckDB file to copy (the server's --db), not in use.")],
+    to: Annotated[str, typer.Option(help="clickhouse://[user@]host:8123/database, clickhouses://... (HTTPS) or "
+                                    "chdb:///path; the password comes from STEPLENS_CLICKHOUSE_PASSWORD.")],
+    chunk_rows: Annotated[int, typer.Option("--chunk-rows", min=100, help="Rows per insert.")] = 20_000,
+    config: Annotated[Path | None, typer.Option(help="steplens.toml (for retention_days and clickhouse_cluster).")] = None,
+) -> None:
+    """Copy a DuckDB store (spans, runs, scores, logs, score configs, saved views) into ClickHouse with a
+    progress bar; re-running resumes and never duplicates. Exit 1 a table failed, 2 could not start."""
+    from ingest.copy_store.cli import migrate_command
+
+    raise typer.Exit(migrate_command(from_, to, chunk_rows=chunk_rows, config=config))
+
+
 def main() -> None:
     app()
 
