@@ -138,12 +138,13 @@ class ResumeFile:
         tmp.replace(self.path)
 
 
-def _token(table: str, rows: pa.Table) -> str:
-    """The chunk's dedup token: a hash of its rows (same rows, same token, whatever the run)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
-    return f"steplens-migrate:{table}:{hashlib.blake2b(sink.getvalue().to_pybytes(), digest_size=16).hexdigest()}"
+def _token(table: Table, rows: pa.Table) -> str:
+    """The chunk's dedup token: a hash of its values (same rows, same token, whatever the run). Values,
+    not Arrow buffers: the bytes under a NULL slot are arbitrary, so two reads of one row can differ
+    there. Spans hash their keys only: a span whose key is stored is dropped by the anti-join anyway."""
+    keyed = rows.select(list(table.order_by)) if table is SPANS else rows
+    text = json.dumps(keyed.to_pylist(), default=str, sort_keys=True, ensure_ascii=False)
+    return f"steplens-migrate:{table.name}:{hashlib.blake2b(text.encode(), digest_size=16).hexdigest()}"
 
 
 def _no_null_lists(rows: pa.Table, table: Table) -> pa.Table:
@@ -190,7 +191,7 @@ def copy_table(
         if index < done:
             advance(read)
             continue
-        token = _token(tp.table.name, rows)
+        token = _token(tp.table, rows)
         if tp.table is SPANS:
             rows = load.new_spans(rows, load.stored_span_keys(transport, database, _traces(rows)))
         if tp.table is RUNS:
