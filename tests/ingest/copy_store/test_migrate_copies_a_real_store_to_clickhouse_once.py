@@ -125,6 +125,28 @@ def test_bad_target_is_one_clear_line(store, to, message) -> None:
     assert "secret" not in done.stderr
 
 
+def test_a_spool_with_unloaded_records_is_refused_until_the_server_loads_it(store, tmp_path) -> None:
+    """What a kill -9 leaves: an acknowledged (fsynced) spool record the database does not have yet.
+    A copy made now would miss it, so migrate refuses and says how to load it."""
+    import shutil
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from ingest.store.spool import SpoolWriter, encode_record, list_segments
+
+    db = tmp_path / "crashed.duckdb"
+    shutil.copy(store, db)
+    spool = db.with_name(db.name + ".spool")
+    shutil.copytree(store.with_name(store.name + ".spool"), spool)
+    writer = SpoolWriter(spool, max([0, *list_segments(spool)]) + 1)
+    writer.append([encode_record("default", ExportTraceServiceRequest().SerializeToString())])
+    writer.close()
+    done = _migrate(db, f"chdb://{tmp_path / 'ch'}")
+    assert done.returncode == 2, done.stderr
+    assert "1 acknowledged record(s) not loaded" in done.stderr and f"steplens serve --db {db}" in done.stderr
+    assert not (tmp_path / "ch").exists(), "refused before touching the target"
+
+
 def test_missing_source_says_to_pass_the_servers_db(tmp_path) -> None:
     done = _migrate(tmp_path / "nope.duckdb", f"chdb://{tmp_path / 'ch'}")
     assert done.returncode == 2 and "--from" in done.stderr and "Traceback" not in done.stderr
