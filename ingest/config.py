@@ -60,9 +60,9 @@ class Settings(BaseSettings):
         "duckdb", description="Storage backend: `duckdb` (one machine, the default) or `clickhouse` (a server or cluster)."
     )
     clickhouse_url: str = Field(
-        "chdb:///data/steplens.chdb",
+        "chdb://data/steplens.chdb",
         description="ClickHouse to use with store=clickhouse: `http(s)://host:port` (a server, via clickhouse-connect) "
-        "or `chdb:///path` (the embedded engine on a data directory).",
+        "or `chdb:///abs/dir` / `chdb://relative/dir` (the embedded engine on a data directory).",
     )
     clickhouse_user: str = Field("default", description="ClickHouse user.")
     clickhouse_password: str = Field(

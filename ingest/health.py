@@ -29,7 +29,7 @@ def health_router(store: SpanSink, metrics: IngestMetrics, role: str = "all") ->
     async def readyz(request: Request) -> JSONResponse:
         jobs = getattr(request.app.state, "jobs", None)
         node: dict[str, object] = {"role": role, "jobs": jobs.running() if jobs is not None else []}
-        if jobs is not None and jobs.unavailable:  # jobs this store cannot run yet, with the reason
+        if jobs is not None and jobs.started and jobs.unavailable:  # jobs this store cannot run yet, why
             node["jobs_unavailable"] = dict(jobs.unavailable)
         try:
             ready = bool(store.ready())

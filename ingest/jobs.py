@@ -1,5 +1,5 @@
-"""The singleton jobs of a server: the alert evaluator, the annotation queue filler and the online
-evaluators, built once and started by one lifespan.
+"""The singleton jobs of a server: the alert evaluator, the annotation queue filler, the online
+evaluators and retention, built once and started by one lifespan.
 
 Why one object: these jobs must run in exactly one process of a deployment (two alert evaluators
 would notify twice, two queue fillers would race for the same runs). In the one-process server
@@ -8,20 +8,20 @@ them, while `api` nodes still hold the same objects to list the rules and their 
 reports which of them are running in this process (`running()`), which is how an operator (and the
 tests) tell that a deployment has exactly one of each.
 
-Retention is a singleton too. On DuckDB it is part of the writer thread (ingest/store/writer.py),
-which only `all` runs. On ClickHouse each table's TTL ages rows out whenever ClickHouse merges, and
-the worker (or `all`) also sweeps every `retention_interval_s` (`RetentionSweeper`), so expired rows
-leave the answers on time whatever the merges do; ingest and api nodes never sweep.
+Retention is swept by the store's own writer every `retention_interval_s` (DuckDB and ClickHouse
+alike; on ClickHouse each table's TTL also ages rows out on merges). Nodes without the jobs (ingest,
+api) get a store whose writer never sweeps (`store_settings`), so it is reported here, where it
+runs.
 
-A job the store cannot run yet (ClickHouse: the queue filler writes DuckDB tables) is logged and left
-out, so the other jobs still run; /readyz shows what does.
+The alert, queue and evaluator services write DuckDB tables: on another store they are not built,
+and /readyz lists them under `jobs_unavailable` with the reason. A job whose start fails with an
+IngestError is logged and listed the same way, so the others still run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -33,66 +33,30 @@ from ingest.config import Settings
 from ingest.errors import IngestError
 from ingest.evaluators.service import EvaluatorService
 from ingest.queues.service import QueueFiller
+from ingest.roles import plan_for
 
 log = logging.getLogger(__name__)
-
-
-class RetentionSweeper:
-    """Calls `store.sweep_retention()` every `interval_s` on its own thread, for a store whose writer
-    does not sweep by itself (ClickHouse). A failed sweep is logged and tried at the next interval."""
-
-    def __init__(self, sweep: Callable[[], int], interval_s: float) -> None:
-        self._sweep = sweep
-        self.interval_s = interval_s
-        self.sweeps = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="steplens-retention", daemon=True)
-            self._thread.start()
-
-    def stop(self, timeout: float = 15.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                deleted = self._sweep()
-                self.sweeps += 1
-                log.info("retention sweep deleted %d span(s)", deleted)
-            except Exception as exc:  # noqa: BLE001 - logged, retried next interval; never kills the job
-                log.warning("retention sweep failed (retried in %.0f s): %s: %s", self.interval_s,
-                            type(exc).__name__, exc)
-            self._stop.wait(self.interval_s)
+NEVER = 10 * 365 * 86400  # seconds: a sweep interval that never comes due (finite: it may be waited on)
 
 
 @dataclass
 class SingletonJobs:
-    alerts: AlertService
-    queue_filler: QueueFiller
-    evaluators: EvaluatorService
+    alerts: AlertService | None  # None: this store cannot run it (see `unavailable`)
+    queue_filler: QueueFiller | None
+    evaluators: EvaluatorService | None
     sweeps_retention: bool  # this process's store deletes expired rows (retention_days > 0)
-    sweeper: RetentionSweeper | None = None  # for a store whose writer does not sweep by itself
     started: bool = False
-    unavailable: dict[str, str] = field(default_factory=dict)  # job -> why the store cannot run it
+    unavailable: dict[str, str] = field(default_factory=dict)  # job -> why it does not run here
 
     def start(self, http_url: str | None = None) -> None:
         """In the order the routers' lifespans started them before there were roles."""
-        self._start_one("alerts", self.alerts.start)
-        self._start_one("queue_fill", self.queue_filler.start)
-        self._start_one("evaluators", lambda: self.evaluators.start(http_url))
-        if self.sweeper is not None:
-            self.sweeper.start()
+        if self.alerts is not None:
+            self._start_one("alerts", self.alerts.start)
+        if self.queue_filler is not None:
+            self._start_one("queue_fill", self.queue_filler.start)
+        if self.evaluators is not None:
+            evaluators = self.evaluators
+            self._start_one("evaluators", lambda: evaluators.start(http_url))
         self.started = True
 
     def _start_one(self, name: str, start: Callable[[], None]) -> None:
@@ -104,34 +68,45 @@ class SingletonJobs:
 
     def stop(self) -> None:
         self.started = False
-        if self.sweeper is not None:
-            self.sweeper.stop()
-        self.evaluators.stop()
-        self.queue_filler.stop()
-        self.alerts.stop()
+        for job in (self.evaluators, self.queue_filler, self.alerts):
+            if job is not None:
+                job.stop()
 
     def running(self) -> list[str]:
         """The jobs whose threads are alive in this process (a job with nothing to do has none:
         the alert thread needs rules, the evaluator thread an enabled rule)."""
         names = []
-        if self.alerts.running:
+        if self.alerts is not None and self.alerts.running:
             names.append("alerts")
-        if self.evaluators.running:
+        if self.evaluators is not None and self.evaluators.running:
             names.append("evaluators")
-        if self.queue_filler.running:
+        if self.queue_filler is not None and self.queue_filler.running:
             names.append("queue_fill")
-        if self.sweeper is not None:
-            sweeping = self.sweeper.running
-        else:  # DuckDB: the writer sweeps whenever this process runs it with retention on
-            sweeping = self.started and self.sweeps_retention
-        if sweeping:
-            names.append("retention")
+        if self.started and self.sweeps_retention:
+            names.append("retention")  # the store's writer sweeps (store_settings keeps it to these nodes)
         return names
+
+
+def store_settings(settings: Settings) -> Settings:
+    """The settings the store of this node is opened with: on a node without the singleton jobs
+    (ingest, api) the writer's periodic retention sweep never comes due. `retention_days` is kept: it
+    is also the ClickHouse TTL every node sets at start, which must agree across nodes."""
+    if plan_for(settings.role).jobs:
+        return settings
+    return settings.model_copy(update={"retention_interval_s": NEVER})
 
 
 def build_jobs(settings: Settings, store: object) -> SingletonJobs:
     from ingest.alerts.defaults import effective_rules
 
+    # what the store was really opened with (store_settings), not what the node was asked for
+    opened = getattr(store, "settings", settings)
+    sweeps = opened.retention_days > 0 and opened.retention_interval_s < NEVER
+    backend = getattr(store, "name", "duckdb")
+    if backend != "duckdb":
+        why = f"not available on the {backend} store yet"
+        return SingletonJobs(None, None, None, sweeps,
+                             unavailable={"alerts": why, "evaluators": why, "queue_fill": why})
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults, [k.project for k in settings.api_keys])
     return SingletonJobs(
         alerts=AlertService(store, rules, settings.alert_channels, builtin=builtin),
@@ -140,10 +115,7 @@ def build_jobs(settings: Settings, store: object) -> SingletonJobs:
             store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
             poll_interval_s=settings.evaluator_poll_interval_s,
         ),
-        sweeps_retention=settings.retention_days > 0,
-        # DuckDB's writer sweeps on its own (ingest/store/writer.py); another store is swept from here
-        sweeper=RetentionSweeper(store.sweep_retention, settings.retention_interval_s)  # type: ignore[attr-defined]
-        if settings.retention_days > 0 and getattr(store, "name", "duckdb") != "duckdb" else None,
+        sweeps_retention=sweeps,
     )
 
 

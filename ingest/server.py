@@ -362,6 +362,7 @@ def serve(
     Raises ConfigError (PortInUse included) with a message saying what to change; `ingest.cli.serve`
     turns that into a one-line error and exit code 2.
     """
+    from ingest.jobs import store_settings
     from ingest.memory import tune_process_memory
     from ingest.store.backend import open_store
 
@@ -373,7 +374,7 @@ def serve(
     logging.getLogger("ingest").setLevel(settings.log_level.upper())
     check_role_store(settings.role, settings.store)
     metrics = IngestMetrics()
-    span_store = open_store(settings, metrics)
+    span_store = open_store(store_settings(settings), metrics)  # no retention sweep on ingest/api nodes
     routers = node_routers(settings, span_store)
     stack = ServerStack(settings, span_store, metrics, routers)  # binds HTTP: fails fast on a taken port
     try:
@@ -414,10 +415,22 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
     from ingest.api.views import build_views_router
     from ingest.jobs import build_jobs, jobs_router
 
+    jobs = build_jobs(settings, store)  # the singleton jobs (ingest/jobs.py), started by jobs_router below
+    if getattr(store, "name", "duckdb") != "duckdb":
+        # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
+        # services writing DuckDB tables (alerts, queues, evaluators, views...) answer 501 for now
+        from ingest.api.not_available import build_not_available_router
+
+        return [
+            ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+            ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
+            ("/api", build_not_available_router(getattr(store, "name", "this"))),
+            ("", jobs_router(jobs, run=run_jobs)),
+        ]
     # The jobs router's lifespan runs the alert evaluator, queue filler and evaluators while the
     # HTTP server is up; the routers only read their rules and state.
-    jobs = build_jobs(settings, store)
-    alerts = jobs.alerts
+    alerts, filler, evaluators = jobs.alerts, jobs.queue_filler, jobs.evaluators
+    assert alerts is not None and filler is not None and evaluators is not None  # built on DuckDB
     return [
         ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
@@ -428,9 +441,9 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_export_router(store, timeout_s=settings.query_timeout_s, page_rows=settings.export_page_rows)),
         ("/api", build_views_router(store, timeout_s=settings.query_timeout_s)),
-        ("/api", build_queues_router(store, jobs.queue_filler, timeout_s=settings.query_timeout_s, run_filler=False)),
+        ("/api", build_queues_router(store, filler, timeout_s=settings.query_timeout_s, run_filler=False)),
         ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
-        ("/api", build_evaluators_router(jobs.evaluators, store, timeout_s=settings.query_timeout_s,
+        ("/api", build_evaluators_router(evaluators, store, timeout_s=settings.query_timeout_s,
                                          run_service=False)),
         ("", jobs_router(jobs, run=run_jobs)),
     ]

@@ -18,7 +18,8 @@ from pydantic import BaseModel, Field
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import CommonParams
-from ingest.queries.budget_advice import QUANTITIES, cuts, histories, recorded_limits
+from ingest.queries.budget_advice import QUANTITIES
+from ingest.store.backend import queries_of
 
 PERCENTILE = 0.95
 HEADROOM = 1.5
@@ -80,10 +81,10 @@ def add_budget_advice_routes(
 
         def query(cur: Any) -> list[AgentBudgetAdvice]:
             out = []
-            for history in histories(cur, filters):
-                recorded = recorded_limits(cur, history.latest)
+            for history in queries_of(store).budget_advice.histories(cur, filters):
+                recorded = queries_of(store).budget_advice.recorded_limits(cur, history.latest)
                 current = {**{k: float(v) for k, v in asked.items()}, **recorded}
-                counted = cuts(cur, filters, history.agent, current)
+                counted = queries_of(store).budget_advice.cuts(cur, filters, history.agent, current)
                 limits = []
                 for q in QUANTITIES:
                     over, stopped = counted.get(q.limit, (None, None))

@@ -19,9 +19,8 @@ from ingest.api.examples import pick_examples
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.pricing import price_table_info
 from ingest.api.tools import tool_stats
-from ingest.queries.cost import cost_rows
 from ingest.queries.filters import CommonFilters
-from ingest.queries.tools import tool_rows
+from ingest.store.backend import DUCKDB_QUERIES, QueryNamespace, queries_of
 from tracer.pricing import PriceTable
 
 CSV_COLUMNS = (
@@ -29,8 +28,8 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-def _tool_cost_rows(cur: Any, filters: CommonFilters, prices: PriceTable) -> list[CostRow]:
-    rows = tool_rows(cur, filters)
+def _tool_cost_rows(cur: Any, filters: CommonFilters, prices: PriceTable, queries: QueryNamespace = DUCKDB_QUERIES) -> list[CostRow]:
+    rows = queries.tools.tool_rows(cur, filters)
     raw = {s["tool"]: s for s in rows.stats}
     out = []
     for t in tool_stats(rows, prices):
@@ -52,9 +51,11 @@ def _tool_cost_rows(cur: Any, filters: CommonFilters, prices: PriceTable) -> lis
     return out
 
 
-def cost_report(cur: Any, filters: CommonFilters, group_by: str, prices: PriceTable) -> CostReport:
+def cost_report(
+    cur: Any, filters: CommonFilters, group_by: str, prices: PriceTable, queries: QueryNamespace = DUCKDB_QUERIES
+) -> CostReport:
     if group_by == "tool":
-        rows = _tool_cost_rows(cur, filters, prices)
+        rows = _tool_cost_rows(cur, filters, prices, queries)
     else:
         rows = [
             CostRow(
@@ -66,7 +67,7 @@ def cost_report(cur: Any, filters: CommonFilters, group_by: str, prices: PriceTa
                 cost_usd=float(r["cost_usd"]),
                 examples=pick_examples(r["example_candidates"]),
             )
-            for r in cost_rows(cur, filters, group_by)
+            for r in queries.cost.cost_rows(cur, filters, group_by)
         ]
     return CostReport(
         group_by=group_by,
@@ -103,7 +104,7 @@ def add_cost_routes(
     )
     def get_cost(params: Annotated[CostParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]) -> Any:
         filters = params.to_filters(access)
-        report = run_read(store, lambda cur: cost_report(cur, filters, params.group_by, prices), timeout_s)
+        report = run_read(store, lambda cur: cost_report(cur, filters, params.group_by, prices, queries_of(store)), timeout_s)
         if params.format == "csv":
             filename = f"steplens-cost-by-{params.group_by}.csv"
             return Response(

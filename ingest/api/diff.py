@@ -12,18 +12,19 @@ from ingest.api.analytics_params import DiffParams
 from ingest.api.diffing import align, run_steps
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Run
-from ingest.queries.diff import step_spans
-from ingest.queries.runs import find_runs_by_trace
+from ingest.store.backend import DUCKDB_QUERIES, QueryNamespace, queries_of
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
-def _load(cur: Any, trace_id: str, projects: frozenset[str] | None) -> tuple[dict | None, list[dict]]:
-    runs = find_runs_by_trace(cur, trace_id, projects)
+def _load(
+    cur: Any, trace_id: str, projects: frozenset[str] | None, queries: QueryNamespace = DUCKDB_QUERIES
+) -> tuple[dict | None, list[dict]]:
+    runs = queries.runs.find_runs_by_trace(cur, trace_id, projects)
     if not runs:
         return None, []
     run = runs[0]
-    return run, step_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"])
+    return run, queries.diff.step_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"])
 
 
 def _num(value: Any) -> float:
@@ -46,7 +47,7 @@ def add_diff_routes(
         a_id, b_id = params.a.lower(), params.b.lower()
         projects = access.narrow(params.project)
         (run_a, rows_a), (run_b, rows_b) = run_read(
-            store, lambda cur: (_load(cur, a_id, projects), _load(cur, b_id, projects)), timeout_s
+            store, lambda cur: (_load(cur, a_id, projects, queries_of(store)), _load(cur, b_id, projects, queries_of(store))), timeout_s
         )
         for name, tid, run in (("a", a_id, run_a), ("b", b_id, run_b)):
             if run is None:

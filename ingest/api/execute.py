@@ -16,6 +16,7 @@ import duckdb
 from fastapi import HTTPException
 
 from ingest.errors import IngestError
+from ingest.store.failures import environmental
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,3 +53,16 @@ def run_read(store: ReadableStore, fn: Callable[[Any], T], timeout_s: float | No
     except duckdb.Error as exc:
         log.exception("query failed")
         raise HTTPException(500, f"query failed: {type(exc).__name__}") from exc
+    except Exception as exc:
+        if not _clickhouse_error(exc):
+            raise
+        if environmental(exc):
+            log.warning("query store unavailable: %s", exc)
+            raise HTTPException(503, "store unavailable, retry shortly", headers={"Retry-After": "1"}) from exc
+        log.exception("query failed")
+        raise HTTPException(500, f"query failed: {type(exc).__name__}") from exc
+
+
+def _clickhouse_error(exc: BaseException) -> bool:
+    """An error of the ClickHouse clients (chDB, clickhouse-connect): answered like DuckDB's."""
+    return type(exc).__module__.split(".")[0] in ("chdb", "clickhouse_connect")

@@ -16,7 +16,7 @@ from ingest.api.analytics_models import FailureCluster, Failures, TrendPoint
 from ingest.api.analytics_params import FailuresParams
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.overview import DEFAULT_RANGE, _align, choose_bucket
-from ingest.queries.failures import failure_clusters, first_failure_start
+from ingest.store.backend import queries_of
 
 
 def add_failure_routes(
@@ -30,10 +30,10 @@ def add_failure_routes(
         filters = params.to_filters(access, until=until)
 
         def query(cur: Any) -> tuple[datetime, timedelta, Any]:
-            since = params.since or first_failure_start(cur, filters) or (until - DEFAULT_RANGE)
+            since = params.since or queries_of(store).failures.first_failure_start(cur, filters) or (until - DEFAULT_RANGE)
             bucket = choose_bucket(max(until - since, timedelta(seconds=1)))
             origin = _align(since, bucket)
-            rows = failure_clusters(
+            rows = queries_of(store).failures.failure_clusters(
                 cur, replace(filters, since=since), origin, bucket // timedelta(microseconds=1), params.limit
             )
             return origin, bucket, rows

@@ -17,8 +17,7 @@ from ingest.api.graph_build import build_graph
 from ingest.api.params import CommonParams, TraceParams
 from ingest.api.run_filter import run_filter_sql
 from ingest.api.spans import filter_or_400, search_503
-from ingest.queries.graph import graph_runs, graph_spans
-from ingest.queries.runs import find_runs_by_trace
+from ingest.store.backend import queries_of
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -76,8 +75,8 @@ def add_graph_routes(
 
         def read(cur: Any) -> Graph:
             with run_filter_sql(cur, index, node, params.filter, filters.projects, filters.since) as extra:
-                runs, matched, lo, hi = graph_runs(cur, filters, params.max_runs, extra)
-            graph = build_graph(runs, graph_spans(cur, runs, lo, hi))
+                runs, matched, lo, hi = queries_of(store).graph.graph_runs(cur, filters, params.max_runs, extra)
+            graph = build_graph(runs, queries_of(store).graph.graph_spans(cur, runs, lo, hi))
             return Graph(runs_matched=matched, **graph)
 
         with search_503():
@@ -93,11 +92,11 @@ def add_graph_routes(
         tid = trace_id.lower()
 
         def read(cur: Any) -> Graph | None:
-            runs = find_runs_by_trace(cur, tid, access.narrow(params.project))
+            runs = queries_of(store).runs.find_runs_by_trace(cur, tid, access.narrow(params.project))
             if not runs:
                 return None
             run = runs[0]
-            return Graph(runs_matched=1, **build_graph([run], graph_spans(cur, [run], run["span_start"], run["span_end"])))
+            return Graph(runs_matched=1, **build_graph([run], queries_of(store).graph.graph_spans(cur, [run], run["span_start"], run["span_end"])))
 
         graph = run_read(store, read, timeout_s)
         if graph is None:

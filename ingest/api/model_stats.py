@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import CommonParams
-from ingest.queries.models import model_rows
+from ingest.store.backend import queries_of
 
 
 class ModelsParams(CommonParams):
@@ -49,5 +49,5 @@ def add_model_routes(
         params: Annotated[ModelsParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
     ) -> Models:
         filters = params.to_filters(access)
-        rows = run_read(store, lambda cur: model_rows(cur, filters), timeout_s)
+        rows = run_read(store, lambda cur: queries_of(store).models.model_rows(cur, filters), timeout_s)
         return Models(models=[ModelStats(**row) for row in rows])

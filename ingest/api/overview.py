@@ -17,8 +17,7 @@ from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Aggregates, Bucket, HandoffRate, Overview, StopReasonCount
 from ingest.api.params import OverviewParams
-from ingest.queries.overview import first_run_start, overview
-from ingest.queries.scores import score_aggregates
+from ingest.store.backend import queries_of
 
 _EPOCH = datetime(1970, 1, 1)
 DEFAULT_RANGE = timedelta(hours=24)
@@ -69,12 +68,12 @@ def add_overview_routes(
         filters = params.to_filters(access, until=until)
 
         def query(cur: Any) -> tuple[datetime, timedelta, Any, list[dict[str, Any]]]:
-            since = params.since or first_run_start(cur, filters) or (until - DEFAULT_RANGE)
+            since = params.since or queries_of(store).overview.first_run_start(cur, filters) or (until - DEFAULT_RANGE)
             bucket = choose_bucket(max(until - since, timedelta(seconds=1)))
             origin = _align(since, bucket)
             bucket_us = bucket // timedelta(microseconds=1)
             scoped = replace(filters, since=since)
-            return origin, bucket, overview(cur, scoped, origin, bucket_us), score_aggregates(cur, scoped)
+            return origin, bucket, queries_of(store).overview.overview(cur, scoped, origin, bucket_us), queries_of(store).scores.score_aggregates(cur, scoped)
 
         origin, bucket, rows, scores = run_read(store, query, timeout_s)
         count = max(1, -(-(until - origin) // bucket))

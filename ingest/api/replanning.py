@@ -22,7 +22,8 @@ from ingest.api.replanning_models import (
     TripRow,
     VersionsRow,
 )
-from ingest.queries.replanning import ReplanningRows, replanning_rows
+from ingest.queries.replanning import ReplanningRows
+from ingest.store.backend import queries_of
 from tracer.conventions import ReplanVerdict
 
 
@@ -94,4 +95,4 @@ def add_replanning_routes(
         params: Annotated[ReplanningParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
     ) -> Replanning:
         filters = params.to_filters(access)
-        return replanning_answer(run_read(store, lambda cur: replanning_rows(cur, filters), timeout_s))
+        return replanning_answer(run_read(store, lambda cur: queries_of(store).replanning.replanning_rows(cur, filters), timeout_s))

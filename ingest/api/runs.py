@@ -17,10 +17,10 @@ from ingest.api.params import RunsParams
 from ingest.api.spans import filter_or_400, search_503
 from ingest.filters.compile import run_predicate
 from ingest.queries.run_scope import CHILD_SLACK
-from ingest.queries.runs import RunFilters, list_runs
+from ingest.queries.runs import RunFilters
 from ingest.queries.runs import RunsPage as RunsPageRows
-from ingest.queries.scores import latest_values
 from ingest.search.hits import HitTables
+from ingest.store.backend import queries_of
 
 
 def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilters:
@@ -68,10 +68,10 @@ def add_runs_routes(
             hits = HitTables(cur, index, filters.projects, span_since, None)
             try:
                 extra = None if node is None else run_predicate(node, params.filter or "", hits, span_since)
-                page = list_runs(
+                page = queries_of(store).runs.list_runs(
                     cur, filters, sort=params.sort, order=params.order, limit=params.limit, after=after, extra=extra
                 )
-                latest_values(cur, page.rows)  # each run's `scores` map
+                queries_of(store).scores.latest_values(cur, page.rows)  # each run's `scores` map
                 return page
             finally:
                 hits.close()

@@ -30,11 +30,12 @@ from ingest.api.params import TimeParam, parse_modes
 from ingest.api.score_models import ScoreOut
 from ingest.auth import Principal, require_scope
 from ingest.errors import Malformed, TooLarge
-from ingest.queries.scores import ScoreFilters, ScoreKey, api_configs, list_scores
+from ingest.queries.scores import ScoreFilters, ScoreKey
 from ingest.scores import config_store
 from ingest.scores.configs import ScoreConfig, file_configs_for
 from ingest.scores.model import ScoreIn, Source
 from ingest.scores.submit import MAX_BATCH, ScoresRejected, submit_scores
+from ingest.store.backend import queries_of
 
 # A batch of MAX_BATCH scores with long comments and metadata fits well within this.
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -195,14 +196,14 @@ def build_scores_router(store: Any, read_access: Callable[..., Any] | None = Non
             version=params.version, modes=parse_modes(params.mode) if params.mode else None,
             since=params.since, until=params.until,
         )
-        page = run_read(readable, lambda cur: list_scores(cur, filters, params.limit, after), timeout_s)
+        page = run_read(readable, lambda cur: queries_of(store).scores.list_scores(cur, filters, params.limit, after), timeout_s)
         nxt = encode_cursor(page.next_key) if page.next_key else None
         return ScoresPage(scores=[ScoreOut.model_validate(r) for r in page.rows], next=nxt)
 
     def configs_of(project: str) -> list[ConfigOut]:
         file = file_configs_for(store.settings.scores, project)
         names = {c.name for c in file}
-        declared = run_read(readable, lambda cur: api_configs(cur, project), timeout_s)
+        declared = run_read(readable, lambda cur: queries_of(store).scores.api_configs(cur, project), timeout_s)
         out = [ConfigOut(**c.model_dump(exclude={"project"}), origin="file") for c in file]
         out += [ConfigOut(**c.model_dump(exclude={"project"}), origin="api") for c in declared if c.name not in names]
         return sorted(out, key=lambda c: c.name)

@@ -18,11 +18,11 @@ from ingest.api.spans import filter_or_400, search_503
 from ingest.auth import Principal, require_scope
 from ingest.filters.compile import span_predicate
 from ingest.filters.parse import MAX_FILTER_CHARS
-from ingest.queries.search import span_facts
 from ingest.search import pending
 from ingest.search.hits import HitTables
 from ingest.search.index import Hit, SearchIndex, from_us, segments
 from ingest.search.indexer import META_BUILT_AT, META_REBUILD_NEXT
+from ingest.store.backend import queries_of
 
 # Candidates read from the index per result asked: several fields of one span can match, and a
 # filter drops some.
@@ -132,7 +132,7 @@ def add_search_routes(
             tables = HitTables(cur, index, projects, params.since, params.until)
             try:
                 predicate = None if node is None else span_predicate(node, params.filter or "", "s", tables)
-                return span_facts(cur, hits, predicate), index_status(store, cur, projects)
+                return queries_of(store).search.span_facts(cur, hits, predicate), index_status(store, cur, projects)
             finally:
                 tables.close()
 

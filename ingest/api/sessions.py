@@ -25,7 +25,8 @@ from ingest.api.params import CommonParams, Text
 from ingest.api.run_filter import run_filter_sql
 from ingest.api.spans import filter_or_400, search_503
 from ingest.api.transcript import turn_text
-from ingest.queries.sessions import SessionFilters, SessionKey, list_sessions, session_turns, turn_content
+from ingest.queries.sessions import SessionFilters, SessionKey
+from ingest.store.backend import queries_of
 
 MAX_TURNS = 1000  # one session's answer; `turns_total` says when there are more
 
@@ -173,7 +174,7 @@ def add_session_routes(
 
         def read(cur: Any) -> tuple[list[dict[str, Any]], SessionKey | None]:
             with run_filter_sql(cur, index, node, params.filter, filters.projects, filters.since) as extra:
-                return list_sessions(cur, filters, params.limit, after, extra)
+                return queries_of(store).sessions.list_sessions(cur, filters, params.limit, after, extra)
 
         with search_503():
             rows, nxt = run_read(store, read, timeout_s)
@@ -191,10 +192,10 @@ def add_session_routes(
         filters = params.to_filters(access)
 
         def read(cur: Any) -> Session | None:
-            project, rows, total = session_turns(cur, session_id, filters, MAX_TURNS)
+            project, rows, total = queries_of(store).sessions.session_turns(cur, session_id, filters, MAX_TURNS)
             if project is None:
                 return None
-            return _session(session_id, project, rows, total, turn_content(cur, project, rows))
+            return _session(session_id, project, rows, total, queries_of(store).sessions.turn_content(cur, project, rows))
 
         found = run_read(store, read, timeout_s)
         if found is None:

@@ -20,9 +20,10 @@ from ingest.api.params import Text, TimeParam
 from ingest.filters.check import FilterError, checked_filter
 from ingest.filters.compile import span_predicate
 from ingest.filters.parse import MAX_FILTER_CHARS
-from ingest.queries.spans import SpanKey, list_spans
+from ingest.queries.spans import SpanKey
 from ingest.search.hits import HitTables
 from ingest.search.index import IndexUnavailable
+from ingest.store.backend import queries_of
 
 FILTER_HELP = (
     'Filter expression, e.g. attributes["gen_ai.tool.name"] = "refund" and cost_usd > 0.01 and search("timeout") '
@@ -139,7 +140,7 @@ def add_span_routes(
             hits = HitTables(cur, index, projects, params.since, params.until)
             try:
                 predicate = None if node is None else span_predicate(node, params.filter or "", "s", hits)
-                page = list_spans(cur, projects, params.since, params.until, predicate, params.limit, after)
+                page = queries_of(store).spans.list_spans(cur, projects, params.since, params.until, predicate, params.limit, after)
             finally:
                 hits.close()
             return page, hits.truncated

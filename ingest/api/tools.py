@@ -11,7 +11,8 @@ from ingest.api.analytics_params import ToolsParams
 from ingest.api.examples import pick_examples
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.pricing import price_carry, price_table_info
-from ingest.queries.tools import ToolRows, tool_rows
+from ingest.queries.tools import ToolRows
+from ingest.store.backend import queries_of
 from tracer.pricing import PriceTable
 
 
@@ -59,5 +60,5 @@ def add_tool_routes(
     @router.get("/tools", response_model=Tools, summary="Per-tool stats and cost (direct, decision, carry)")
     def get_tools(params: Annotated[ToolsParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]) -> Tools:
         filters = params.to_filters(access)
-        rows = run_read(store, lambda cur: tool_rows(cur, filters), timeout_s)
+        rows = run_read(store, lambda cur: queries_of(store).tools.tool_rows(cur, filters), timeout_s)
         return Tools(tools=tool_stats(rows, prices), price_table=price_table_info(prices))

@@ -17,39 +17,38 @@ from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Evaluation, LogEntry, Run, Span, Trace
 from ingest.api.params import TraceParams
 from ingest.api.tree import order_as_tree
-from ingest.queries.logs import trace_logs
-from ingest.queries.runs import find_runs_by_trace
-from ingest.queries.scores import latest_values, scores_of_trace
-from ingest.queries.traces import trace_spans
+from ingest.store.backend import DUCKDB_QUERIES, QueryNamespace, queries_of
 from tracer.conventions import GEN_AI_EVENT_EVALUATION_RESULT
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
-def load_trace(cur: Any, trace_id: str, projects: frozenset[str] | None) -> tuple[dict | None, list[dict]]:
+def load_trace(
+    cur: Any, trace_id: str, projects: frozenset[str] | None, queries: QueryNamespace = DUCKDB_QUERIES
+) -> tuple[dict | None, list[dict]]:
     """The run row and span rows of a trace; (None, []) when no readable run has this id.
 
     The store writes a trace's runs row in the same transaction as its spans, so "no run row"
     means "no such trace" and a 404 never costs a full scan of the spans table.
     """
-    runs = find_runs_by_trace(cur, trace_id, projects)
+    runs = queries.runs.find_runs_by_trace(cur, trace_id, projects)
     if not runs:
         return None, []
     run = runs[0]
-    spans = trace_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"], run["span_count"])
+    spans = queries.traces.trace_spans(cur, trace_id, run["project"], run["span_start"], run["span_end"], run["span_count"])
     return run, spans.rows
 
 
 def load_trace_with_logs(
-    cur: Any, trace_id: str, projects: frozenset[str] | None
+    cur: Any, trace_id: str, projects: frozenset[str] | None, queries: QueryNamespace = DUCKDB_QUERIES
 ) -> tuple[dict | None, list[dict], list[dict]]:
     """`load_trace` plus the trace's log records (GenAI events, evaluations)."""
-    run, rows = load_trace(cur, trace_id, projects)
+    run, rows = load_trace(cur, trace_id, projects, queries)
     if run is None:
         return None, [], []
-    run["scores_list"] = scores_of_trace(cur, frozenset({run["project"]}), trace_id)
-    latest_values(cur, [run])
-    return run, rows, trace_logs(cur, trace_id, run["project"])
+    run["scores_list"] = queries.scores.scores_of_trace(cur, frozenset({run["project"]}), trace_id)
+    queries.scores.latest_values(cur, [run])
+    return run, rows, queries.logs.trace_logs(cur, trace_id, run["project"])
 
 
 def build_trace(trace_id: str, run: dict, span_rows: list[dict], log_rows: list[dict]) -> Trace:
@@ -96,7 +95,7 @@ def add_trace_routes(
             raise HTTPException(400, f"trace id must be 32 hexadecimal characters, got {len(trace_id)} characters")
         tid = trace_id.lower()
         projects = access.narrow(params.project)
-        run, rows, logs = run_read(store, lambda cur: load_trace_with_logs(cur, tid, projects), timeout_s)
+        run, rows, logs = run_read(store, lambda cur: load_trace_with_logs(cur, tid, projects, queries_of(store)), timeout_s)
         if run is None:
             raise HTTPException(404, f"trace {tid} not found")
         return build_trace(tid, run, rows, logs)

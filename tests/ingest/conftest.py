@@ -36,11 +36,12 @@ class RunningServer:
 
 class _ServerThread:
     def __init__(self, settings: Settings) -> None:
+        from ingest.jobs import store_settings
         from ingest.server import ServerStack, node_routers
-        from ingest.store import SpanStore
+        from ingest.store.backend import open_store
 
         self.metrics = IngestMetrics()
-        self.store = SpanStore(settings, self.metrics)
+        self.store = open_store(store_settings(settings), self.metrics)  # settings.store: duckdb unless a test says
         self.store.start()
         try:
             self.stack = ServerStack(

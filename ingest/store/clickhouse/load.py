@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ingest.normalize import SPANS_SCHEMA
 from ingest.store.clickhouse.cursor import _naive_utc
-from ingest.store.clickhouse.schema import RUNS, SPANS, Table
+from ingest.store.clickhouse.schema import ANALYTICS_TABLES, LOG_RECORDS, RUNS, SCORES, SPANS, Table
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.spool import Position
 
@@ -112,6 +112,34 @@ def load_spans(transport: Transport, database: str, rows: pa.Table, token: str) 
     return fresh.num_rows, traces
 
 
+def load_logs(transport: Transport, database: str, rows: pa.Table, token: str) -> pa.Table:
+    """Insert the log records of one spool record not stored yet (by their content key); returns
+    the new ones (their evaluation results become scores)."""
+    stored: set[tuple[str, str]] = set()
+    for project in set(rows.column("project").to_pylist()):
+        keys = [k for p, k in zip(rows.column("project").to_pylist(), rows.column("record_key").to_pylist(),
+                                  strict=True) if p == project]
+        found = transport.query_arrow(
+            f"SELECT record_key FROM {_quoted(database, 'log_records')} "
+            "WHERE project = {project:String} AND record_key IN {keys:Array(String)}",
+            {"project": project, "keys": keys},
+        )
+        stored.update((project, k) for k in found.column(0).to_pylist())
+    keep = []
+    for key in zip(rows.column("project").to_pylist(), rows.column("record_key").to_pylist(), strict=True):
+        keep.append(key not in stored)
+        stored.add(key)
+    fresh = rows.filter(pa.array(keep, pa.bool_())) if not all(keep) else rows
+    insert(transport, database, LOG_RECORDS, fresh, token)
+    return fresh
+
+
+def store_scores(transport: Transport, database: str, scores: pa.Table) -> None:
+    """Insert scores derived from spans or log records; the same score id replaces (FINAL)."""
+    if scores.num_rows:
+        transport.insert_arrow(_quoted(database, SCORES.name), for_table(scores, SCORES))
+
+
 def read_spans(transport: Transport, database: str, traces: Iterable[Trace]) -> pa.Table:
     """Every stored span of `traces` (one row per span), as the normalizer's Arrow schema."""
     parts = []
@@ -162,18 +190,27 @@ class RunDeriver:
 
     def runs(self, spans: pa.Table, now: datetime) -> pa.Table:
         """The runs rows (DuckDB's columns) of the traces whose every span is in `spans`."""
+        return self.derive(spans, None, now)[0]
+
+    def derive(self, spans: pa.Table | None, logs: pa.Table | None, now: datetime) -> tuple[pa.Table, pa.Table]:
+        """(runs, scores): the runs rows of the traces whose every span is in `spans`, and the scores
+        their evaluation span events and the evaluation results among `logs` (new log records) are.
+        The analytics rows of those traces are then in `analytics()`."""
         from ingest.store import upkeep
         from ingest.store.loading import load_batch
 
         conn = self._conn
         for table in self._tables:
             conn.execute(f"DELETE FROM {table}")  # names from information_schema, not input
-        if not spans.num_rows:
-            return conn.sql("SELECT * FROM runs").to_arrow_table()
-        load_batch(conn, spans, Position(0, 0), now)
-        while upkeep.pending(conn):
-            upkeep.run_pass(conn, max_traces=100_000)
-        return conn.sql("SELECT * FROM runs").to_arrow_table()
+        if (spans is not None and spans.num_rows) or (logs is not None and logs.num_rows):
+            load_batch(conn, spans, Position(0, 0), now, logs)
+            while upkeep.pending(conn):
+                upkeep.run_pass(conn, max_traces=100_000)
+        return conn.sql("SELECT * FROM runs").to_arrow_table(), conn.sql("SELECT * FROM scores").to_arrow_table()
+
+    def analytics(self) -> dict[str, pa.Table]:
+        """The analytics rows (tool calls, carry, run models, plan spans) of the last `derive`."""
+        return {t.name: self._conn.sql(f"SELECT * FROM {t.name}").to_arrow_table() for t in ANALYTICS_TABLES}
 
     def close(self) -> None:
         self._conn.close()
@@ -187,3 +224,37 @@ def store_runs(transport: Transport, database: str, runs: pa.Table) -> None:
     revision = pa.array([time.time_ns()] * runs.num_rows, pa.uint64())
     rows = for_table(runs.append_column("revision", revision), RUNS)
     transport.insert_arrow(_quoted(database, RUNS.name), rows)
+
+
+def replace_trace_rows(
+    transport: Transport, database: str, table: Table, rows: pa.Table, traces: Iterable[Trace], revision: int
+) -> None:
+    """Make `rows` the whole current set of `table` for `traces`: insert them under `revision` and a
+    tombstone (is_deleted) for every stored key of those traces that is no longer among them."""
+    key = table.per_trace_key
+    current = {tuple(r[k] for k in key) for r in rows.select(list(key)).to_pylist()} if rows.num_rows else set()
+    gone: list[tuple] = []
+    select = ", ".join(f"`{k}`" for k in key)
+    for project, trace_ids in _by_project(traces).items():
+        stored = transport.query_arrow(
+            f"SELECT {select} FROM {_quoted(database, table.name)} FINAL "
+            "WHERE project = {project:String} AND trace_id IN {trace_ids:Array(String)}",
+            {"project": project, "trace_ids": trace_ids},
+        )
+        gone += [k for k in (tuple(r[c] for c in key) for r in stored.to_pylist()) if k not in current]
+    if rows.num_rows:
+        marks = {"revision": pa.array([revision] * rows.num_rows, pa.uint64()),
+                 "is_deleted": pa.array([0] * rows.num_rows, pa.uint8())}
+        live = rows
+        for name, column in marks.items():
+            live = live.append_column(name, column)
+        transport.insert_arrow(_quoted(database, table.name), for_table(live, table))
+    if gone:
+        columns = {k: [g[i] for g in gone] for i, k in enumerate(key)}
+        types = dict(table.columns)
+        arrays = [pa.array(v, pa.string() if "String" in types[k] else None) for k, v in columns.items()]
+        tombstones = pa.Table.from_arrays(
+            [*arrays, pa.array([revision] * len(gone), pa.uint64()), pa.array([1] * len(gone), pa.uint8())],
+            names=[*key, "revision", "is_deleted"],
+        )
+        transport.insert_arrow(_quoted(database, table.name), tombstones)

@@ -19,8 +19,11 @@ Engines (why):
   latest with `FINAL` (or argMax by revision). Minmax index on start_time for the time filters.
 - scores: ReplacingMergeTree(ingested_at) ordered by (project, score_id): a changed score
   replaces the earlier one (same id), as in DuckDB.
-- log_records: ReplacingMergeTree ordered by (project, trace_id, record_key): a retried export is
-  one record.
+- log_records: ReplacingMergeTree ordered by (project, record_key): a retried export is one record
+  (the loader's anti-join on the key keeps it single before a merge).
+- tool_calls, tool_carry, run_models, plan_spans: derived per trace; each pass writes the trace's
+  whole set under a new `revision` plus `is_deleted` tombstones for rows that are gone
+  (ReplacingMergeTree(revision, is_deleted)); reads use FINAL, which hides the tombstones.
 - Every table with history gets a TTL on its time column (`retention_days`, set at each start by
   migrate.py; 0 = keep forever).
 - Inserts carry `insert_deduplication_token`s (ingest/store/clickhouse/load.py), honoured on
@@ -50,6 +53,7 @@ _TYPES = {
     "json": "String",
     "strs": "Array(String)",
     "u64": "UInt64",
+    "u8": "UInt8",
     "dec": "Decimal(38, 12)",
 }
 
@@ -77,10 +81,13 @@ class Table:
     order_by: tuple[str, ...]
     replacing: bool = True
     version: str | None = None
-    ttl_column: str | None = None
+    ttl_column: str | None = None  # a column, or an expression of columns, of the row's time
     indexes: tuple[str, ...] = ()
     shard_key: str = "rand()"
     settings: dict[str, int] = field(default_factory=dict)
+    # derived per trace: each pass writes the trace's whole current set under a new `revision` and
+    # an `is_deleted` tombstone for a row that is gone; reads use FINAL (tombstones hidden)
+    per_trace_key: tuple[str, ...] = ()
 
     @property
     def column_names(self) -> list[str]:
@@ -121,7 +128,7 @@ RUNS = Table(
     ),
     order_by=("project", "trace_id"),
     version="revision",
-    ttl_column="updated_at",
+    ttl_column="coalesce(start_time, span_start, updated_at)",  # the run's start, as DuckDB's retention
     indexes=("INDEX start_time_mm start_time TYPE minmax GRANULARITY 1",),
     shard_key="cityHash64(trace_id)",
 )
@@ -181,7 +188,72 @@ SCHEMA_MIGRATIONS = Table(
     replacing=False,
 )
 
-TABLES: tuple[Table, ...] = (SPANS, RUNS, SCORES, LOG_RECORDS, SCORE_CONFIGS, SAVED_VIEWS)
+_RUN_FACTS = "run_start ts?, agent str?, version str?, environment str?, mode str?"
+_DERIVED = "revision u64, is_deleted u8"
+
+# Analytics facts derived per trace (ingest/store/analytics_load.py, plan_load.py; the same rules).
+TOOL_CALLS = Table(
+    "tool_calls",
+    _columns(
+        "project str, trace_id str, span_id str, tool_name str?, start_time ts, end_time ts, duration_ms f64?, "
+        "is_error bool, error_type str?, decision str?, direct_cost_usd f64?, decision_cost_usd f64?, "
+        "decision_llm_calls f64?, decision_input_tokens f64?, decision_output_tokens f64?, observation_tokens i64?, "
+        f"observation_source str?, truncated bool?, dropped_tokens i64?, {_RUN_FACTS}, {_DERIVED}"
+    ),
+    order_by=("project", "trace_id", "span_id"),
+    version="revision",
+    ttl_column="start_time",
+    indexes=("INDEX start_time_mm start_time TYPE minmax GRANULARITY 1",),
+    shard_key="cityHash64(trace_id)",
+    per_trace_key=("project", "trace_id", "span_id"),
+)
+
+TOOL_CARRY = Table(
+    "tool_carry",
+    _columns(
+        "project str, trace_id str, span_id str, tool_name str?, start_time ts, model str, later_calls i64, "
+        f"resent_tokens i64, {_RUN_FACTS}, {_DERIVED}"
+    ),
+    order_by=("project", "trace_id", "span_id", "model"),
+    version="revision",
+    ttl_column="start_time",
+    indexes=("INDEX start_time_mm start_time TYPE minmax GRANULARITY 1",),
+    shard_key="cityHash64(trace_id)",
+    per_trace_key=("project", "trace_id", "span_id", "model"),
+)
+
+RUN_MODELS = Table(
+    "run_models",
+    _columns(
+        "project str, trace_id str, model str?, provider str?, start_time ts, llm_calls i64, input_tokens i64, "
+        f"output_tokens i64, cost_usd f64?, {_RUN_FACTS}, {_DERIVED}"
+    ),
+    order_by=("project", "trace_id", "ifNull(model, '')", "ifNull(provider, '')"),
+    version="revision",
+    ttl_column="start_time",
+    indexes=("INDEX start_time_mm start_time TYPE minmax GRANULARITY 1",),
+    shard_key="cityHash64(trace_id)",
+    per_trace_key=("project", "trace_id", "model", "provider"),
+)
+
+PLAN_SPANS = Table(
+    "plan_spans",
+    _columns(
+        "project str, trace_id str, span_id str, operation str, start_time ts, end_time ts, status str, "
+        "error_type str?, plan_version i32?, plan_steps i32?, granularity str?, cause str?, failed_step str?, "
+        "verdict str?, from_version i32?, to_version i32?, reexecution_cost_usd f64?, llm_calls i64, "
+        f"input_tokens i64, output_tokens i64, llm_cost_usd f64?, {_DERIVED}"
+    ),
+    order_by=("project", "trace_id", "span_id"),
+    version="revision",
+    ttl_column="start_time",
+    indexes=("INDEX start_time_mm start_time TYPE minmax GRANULARITY 1",),
+    shard_key="cityHash64(trace_id)",
+    per_trace_key=("project", "trace_id", "span_id"),
+)
+
+ANALYTICS_TABLES: tuple[Table, ...] = (TOOL_CALLS, TOOL_CARRY, RUN_MODELS, PLAN_SPANS)
+TABLES: tuple[Table, ...] = (SPANS, RUNS, SCORES, LOG_RECORDS, SCORE_CONFIGS, SAVED_VIEWS, *ANALYTICS_TABLES)
 
 
 def _quote(identifier: str) -> str:
@@ -196,6 +268,8 @@ def _engine(table: Table, cluster: str | None) -> str:
         args = [f"'/clickhouse/tables/{{shard}}/{{database}}/{table.name}_local'", "'{replica}'"]
     if table.version:
         args.append(table.version)
+    if table.per_trace_key:
+        args.append("is_deleted")
     return f"{family}({', '.join(args)})"
 
 
@@ -245,6 +319,9 @@ def create_database(database: str, cluster: str | None = None) -> str:
 def migrations(database: str, cluster: str | None = None) -> list[list[str]]:
     """Ordered migrations of this backend; index + 1 is the version. Append, never edit a shipped one."""
     first: list[str] = []
-    for table in TABLES:
+    for table in (SPANS, RUNS, SCORES, LOG_RECORDS, SCORE_CONFIGS, SAVED_VIEWS):
         first += create_table(table, database, cluster)
-    return [first]
+    analytics: list[str] = []
+    for table in ANALYTICS_TABLES:
+        analytics += create_table(table, database, cluster)
+    return [first, analytics]

@@ -38,13 +38,16 @@ class ClickHouseStore(SpanStore):
     name = "clickhouse"
     queries = CLICKHOUSE_QUERIES
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._transport: Transport | None = None
-
-    def _open_transport(self) -> Transport:
+    def _connect(self) -> Transport:
+        """A connection to ClickHouse with the schema migrated (the writer calls it until it works)."""
         s = self.settings
-        return open_transport(s.clickhouse_url, s.clickhouse_user, s.clickhouse_password, s.clickhouse_database)
+        transport = open_transport(s.clickhouse_url, s.clickhouse_user, s.clickhouse_password, s.clickhouse_database)
+        try:
+            migrate(transport, s.clickhouse_database, s.clickhouse_cluster, s.retention_days)
+        except BaseException:
+            transport.close()
+            raise
+        return transport
 
     def start(self) -> None:
         """Connect, migrate, replay the spool into ClickHouse, start the committer and writer."""
@@ -57,31 +60,36 @@ class ClickHouseStore(SpanStore):
         self._normalize = normalize
         if self._normalizer is None and s.normalize_processes > 0:
             self._pool = NormalizePool(s.normalize_processes, s.price_file)
-        transport = self._open_transport()
+        writer = ClickHouseWriter(
+            self._connect, s.clickhouse_database, normalize, spool,
+            WriterHooks(
+                loaded=self._on_loaded,
+                dead_lettered=self._on_dead_letter,
+                retention=self._on_retention,
+                upkept=self._on_upkeep,
+                checkpointed=lambda _s: None,
+                upkeep_isolated=lambda _r: None,
+                quarantined=lambda _n: None,
+            ),
+            load_batch_spans=s.load_batch_spans,
+            retention_days=s.retention_days,
+            retention_interval_s=s.retention_interval_s,
+        )
+        start = read_position(spool)
+        replayed = 0
         try:
-            migrate(transport, s.clickhouse_database, s.clickhouse_cluster, s.retention_days)
-            writer = ClickHouseWriter(
-                transport, s.clickhouse_database, normalize, spool,
-                WriterHooks(
-                    loaded=self._on_loaded,
-                    dead_lettered=self._on_dead_letter,
-                    retention=self._on_retention,
-                    upkept=self._on_upkeep,
-                    checkpointed=lambda _s: None,
-                    upkeep_isolated=lambda _r: None,
-                    quarantined=lambda _n: None,
-                ),
-                load_batch_spans=s.load_batch_spans,
-                retention_days=s.retention_days,
-            )
-            start = read_position(spool)
+            writer.connect()
             replayed = writer.replay(start, first_seq=0)
-        except BaseException:
-            transport.close()
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
-            raise
+        except Exception as exc:
+            if not environmental(exc):
+                writer.close()
+                if self._pool is not None:
+                    self._pool.close()
+                    self._pool = None
+                raise
+            # ClickHouse unreachable: serve anyway (503s, not ready) while the writer keeps trying
+            log.error("ClickHouse cannot be reached at start; retrying in the background: %s", exc)
+            writer.defer_replay(start, 0, exc)
         if replayed:
             log.info("replayed %d acknowledged spool record(s) into ClickHouse", replayed)
         self._counts["replayed_records"] = replayed
@@ -95,7 +103,6 @@ class ClickHouseStore(SpanStore):
             on_failed=self._on_failed,
             on_commit=self._on_commit,
         )
-        self._transport = transport
         self._writer, self._committer = writer, committer  # type: ignore[assignment]
         writer.start()
         committer.start()
@@ -109,22 +116,27 @@ class ClickHouseStore(SpanStore):
             return
         with self._lock:
             self._accepting = False
-        assert self._committer is not None and self._writer is not None and self._transport is not None
+        assert self._committer is not None and self._writer is not None
         self._committer.close()
         if self._pool is not None:
             self._pool.close()
             self._pool = None
         self._writer.close()
-        self._transport.close()
+        transport = self._writer.transport  # type: ignore[attr-defined]
+        if transport is not None:
+            transport.close()
         self.search_index.close()
         self._started = False
 
     @contextmanager
     def read(self) -> Iterator[ClickHouseCursor]:
         """A cursor whose statements stop after `query_timeout_s` (the whole `with` block's budget)."""
-        if self._transport is None:
+        if self._writer is None:
             raise RuntimeError("the span store is not started")
-        cursor = ClickHouseCursor(self._transport, self.settings.query_timeout_s)
+        transport = self._writer.transport  # type: ignore[attr-defined]
+        if transport is None:
+            raise StorageUnavailable("ClickHouse cannot be reached yet; retry shortly", self.settings.retry_after_s)
+        cursor = ClickHouseCursor(transport, self.settings.query_timeout_s)
         try:
             yield cursor
         except Exception as exc:

@@ -34,7 +34,7 @@ class Transport(Protocol):
 
 def _literal(value: Any, nested: bool) -> str:
     """A value in ClickHouse's text format for query parameters (what the HTTP interface takes):
-    top-level strings raw, strings inside arrays quoted and escaped, NULL as \\N."""
+    strings escaped (and quoted inside arrays), NULL as \\N."""
     if value is None:
         return "NULL" if nested else "\\N"
     if isinstance(value, bool):
@@ -53,8 +53,10 @@ def _literal(value: Any, nested: bool) -> str:
         return "[" + ",".join(_literal(v, True) for v in value) + "]"
     else:
         text = str(value)
+    # the "escaped" text format: a backslash, newline or tab would end or change the value
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
     if nested:
-        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return "'" + text.replace("'", "\\'") + "'"
     return text
 
 
@@ -94,7 +96,8 @@ class ChdbTransport:
     def insert_arrow(self, table: str, arrow_table: pa.Table, settings: Settings | None = None) -> None:
         # chDB's Python() table function finds the table by variable name in the caller's frames
         rows = arrow_table  # noqa: F841 - read by name by the SQL below
-        self._run(f"INSERT INTO {table} SELECT * FROM Python(rows)", "CSV", None, settings)
+        names = ", ".join("`" + n.replace("`", "``") + "`" for n in arrow_table.column_names)
+        self._run(f"INSERT INTO {table} ({names}) SELECT * FROM Python(rows)", "CSV", None, settings)
 
     def close(self) -> None:
         with self._lock:
@@ -114,10 +117,14 @@ class HttpTransport:
             secure=parts.scheme == "https",
             username=user,
             password=password,
-            database=database,
             send_receive_timeout=timeout_s,
             autogenerate_session_id=False,
         )
+        # connect first, then default to `database` (created when missing, like ChdbTransport), so
+        # unqualified names in queries resolve there
+        quoted = "`" + database.replace("`", "``") + "`"
+        self._client.command(f"CREATE DATABASE IF NOT EXISTS {quoted}")
+        self._client.database = database
 
     def query_arrow(self, sql: str, params: Params | None = None, settings: Settings | None = None) -> pa.Table:
         return self._client.query_arrow(sql, parameters=params or {}, settings=settings or {})
@@ -133,10 +140,11 @@ class HttpTransport:
 
 
 def open_transport(url: str, user: str = "default", password: str = "", database: str = "steplens") -> Transport:
-    """`chdb:///path` -> embedded chDB on that directory; `http(s)://host:port` -> a server."""
+    """`chdb:///abs/dir` or `chdb://rel/dir` -> embedded chDB on that directory; `http(s)://host:port`
+    -> a server."""
     parts = urlsplit(url)
     if parts.scheme == "chdb":
-        path = parts.path or parts.netloc
+        path = url[len("chdb://") :]  # chdb:///abs/dir or chdb://relative/dir
         if not path:
             raise ValueError("clickhouse_url chdb:///PATH needs a data directory, e.g. chdb:///var/lib/steplens/ch")
         return ChdbTransport(path, database)

@@ -31,7 +31,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponent
 
 from ingest.store import deadletter, logs_load, scores_load
 from ingest.store.clickhouse import load
-from ingest.store.clickhouse.schema import LOG_RECORDS, SCORES
+from ingest.store.clickhouse.schema import ANALYTICS_TABLES, SCORES
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.failures import environmental
 from ingest.store.loading import LoadResult
@@ -98,7 +98,7 @@ class ClickHouseWriter:
 
     def __init__(
         self,
-        transport: Transport,
+        connect: Callable[[], Transport],
         database: str,
         normalize: Normalizer,
         spool_dir: Path,
@@ -106,14 +106,19 @@ class ClickHouseWriter:
         *,
         load_batch_spans: int,
         retention_days: int,
+        retention_interval_s: float = 3600.0,
     ) -> None:
-        self._transport = transport
+        self._connect = connect
+        self._transport: Transport | None = None
+        self._pending_replay: tuple[Position, int] | None = None
         self._db = database
         self._normalize = normalize
         self._spool_dir = spool_dir
         self._hooks = hooks
         self._load_batch_spans = load_batch_spans
         self._retention_days = retention_days
+        self._retention_interval_s = retention_interval_s
+        self._next_retention = time.monotonic() + retention_interval_s
         self._spool_id = spool_id(spool_dir)
         self._deriver = load.RunDeriver()
         self._cond = threading.Condition()
@@ -132,6 +137,23 @@ class ClickHouseWriter:
         self._thread = threading.Thread(target=self._run, name="steplens-clickhouse-writer", daemon=True)
 
     # ---- the surface SpanStore uses ----------------------------------------------------------
+
+    @property
+    def transport(self) -> Transport | None:
+        """The connection once ClickHouse was reached and migrated (reads share it)."""
+        return self._transport
+
+    def connect(self) -> Transport:
+        """Connect and migrate (once); raises the client's error when ClickHouse cannot be reached."""
+        if self._transport is None:
+            self._transport = self._connect()
+        return self._transport
+
+    def defer_replay(self, start: Position, first_seq: int, exc: BaseException) -> None:
+        """ClickHouse was unreachable at start: the thread connects and replays with backoff, and
+        until then `unwritable` says why (submits answer 503, /readyz is not ready)."""
+        self._pending_replay = (start, first_seq)
+        self._set_unwritable(exc)
 
     def start(self) -> None:
         self._thread.start()
@@ -217,14 +239,27 @@ class ClickHouseWriter:
 
     def _run(self) -> None:
         try:
+            if self._pending_replay is not None:
+                start, first_seq = self._pending_replay
+                try:
+                    self._retrying("connecting to ClickHouse", self.connect)
+                    self.replay(start, first_seq)
+                except Exception as exc:  # noqa: BLE001 - closing while unreachable: the spool keeps all
+                    if not environmental(exc):
+                        raise
+                    return
+                self._pending_replay = None
             while True:
                 with self._cond:
-                    while not self._items and not self._tasks and not self._closing:
+                    while not self._items and not self._tasks and not self._closing and not self._retention_due():
                         self._cond.wait(1.0)
                     if self._closing and not self._items and not self._tasks:
                         return
                     tasks = list(self._tasks)
                     self._tasks.clear()
+                    if self._retention_due():
+                        self._next_retention = time.monotonic() + self._retention_interval_s
+                        tasks.append((self._retention, Future()))  # the periodic sweep (TTL acts on merges)
                     batch: list[LoadItem] = []
                     spans = 0
                     while self._items and (not batch or spans + self._items[0].nspans <= self._load_batch_spans):
@@ -233,8 +268,9 @@ class ClickHouseWriter:
                         spans += item.nspans
                 for fn, fut in tasks:
                     try:
-                        fut.set_result(fn(self._transport))
+                        fut.set_result(fn(self.connect()))
                     except Exception as exc:  # noqa: BLE001 - the caller gets it
+                        log.warning("a task on the ClickHouse writer failed: %s", exc)
                         fut.set_exception(exc)
                 if batch and not self._load(batch):
                     return  # closing while ClickHouse keeps failing: the spool keeps the records
@@ -243,6 +279,9 @@ class ClickHouseWriter:
             with self._cond:
                 self.failed = exc
                 self._cond.notify_all()
+
+    def _retention_due(self) -> bool:
+        return self._retention_days > 0 and time.monotonic() >= self._next_retention
 
     def _token(self, item: LoadItem, table: str) -> str:
         return f"steplens:{self._spool_id}:{item.end.segment}:{item.end.offset}:{table}"
@@ -260,8 +299,9 @@ class ClickHouseWriter:
     def _load(self, batch: list[LoadItem]) -> bool:
         """Load `batch`, derive its traces' runs, move the mark. False: closing before it could."""
         started = time.monotonic()
-        inserted = received = logs = scores = 0
+        inserted = received = logs = received_logs = scores = 0
         touched: set[load.Trace] = set()
+        new_logs: list[pa.Table] = []
         for item in batch:
             try:
                 rows = self._rows(item)
@@ -271,26 +311,29 @@ class ClickHouseWriter:
             try:
                 if item.kind is RecordKind.TRACES:
                     n, traces = self._retrying("ClickHouse span insert",
-                                               lambda r=rows, i=item: load.load_spans(self._transport, self._db, r,
+                                               lambda r=rows, i=item: load.load_spans(self.connect(), self._db, r,
                                                                                        self._token(i, "spans")))
                     inserted += n
                     received += rows.num_rows
                     touched.update(traces)
+                elif item.kind is RecordKind.LOGS:
+                    fresh = self._retrying("ClickHouse log insert", lambda r=rows, i=item: load.load_logs(
+                        self.connect(), self._db, r, self._token(i, "log_records")))
+                    logs += fresh.num_rows
+                    received_logs += rows.num_rows
+                    new_logs.append(fresh)
                 else:
-                    table = LOG_RECORDS if item.kind is RecordKind.LOGS else SCORES
-                    self._retrying("ClickHouse insert", lambda r=rows, i=item, t=table: load.insert(
-                        self._transport, self._db, t, r, self._token(i, t.name)))
-                    if item.kind is RecordKind.LOGS:
-                        logs += rows.num_rows
-                    else:
-                        scores += rows.num_rows
+                    self._retrying("ClickHouse score insert", lambda r=rows, i=item: load.insert(
+                        self.connect(), self._db, SCORES, r, self._token(i, "scores")))
+                    scores += rows.num_rows
             except Exception as exc:  # noqa: BLE001
                 if environmental(exc):
                     return False  # closing: stays in the spool
                 self._dead_letter(item, exc)
-        if touched:
+        logs_table = logs_load.concat(new_logs)
+        if touched or logs_table is not None:
             try:
-                self._retrying("run derivation", lambda: self._derive(touched))
+                self._retrying("run derivation", lambda: self._derive(touched, logs_table))
             except Exception as exc:  # noqa: BLE001
                 if environmental(exc):
                     return False
@@ -303,7 +346,7 @@ class ClickHouseWriter:
         if segment > self._deleted_before:
             delete_segments_before(self._spool_dir, segment)
             self._deleted_before = segment
-        result = LoadResult(received=received, inserted=inserted, logs_received=logs, logs_inserted=logs,
+        result = LoadResult(received=received, inserted=inserted, logs_received=received_logs, logs_inserted=logs,
                             scores_received=scores, scores_written=scores)
         self._hooks.loaded(batch, result, time.monotonic() - started)
         with self._cond:
@@ -311,11 +354,18 @@ class ClickHouseWriter:
             self._cond.notify_all()
         return True
 
-    def _derive(self, traces: set[load.Trace]) -> None:
+    def _derive(self, traces: set[load.Trace], logs: pa.Table | None) -> None:
+        """New run versions of `traces`, and the scores of their evaluation events and of `logs`."""
         started = time.monotonic()
-        spans = load.read_spans(self._transport, self._db, sorted(traces))
-        runs = self._deriver.runs(spans, utcnow())
-        load.store_runs(self._transport, self._db, runs)
+        transport = self.connect()
+        spans = load.read_spans(transport, self._db, sorted(traces)) if traces else None
+        runs, scores = self._deriver.derive(spans, logs, utcnow())
+        load.store_runs(transport, self._db, runs)
+        load.store_scores(transport, self._db, scores)
+        if traces:
+            revision, analytics = time.time_ns(), self._deriver.analytics()
+            for table in ANALYTICS_TABLES:
+                load.replace_trace_rows(transport, self._db, table, analytics[table.name], sorted(traces), revision)
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
         self._hooks.upkept(len(traces), self.last_upkeep_s)
@@ -329,14 +379,10 @@ class ClickHouseWriter:
 
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
-            reason = f"{type(exc).__name__}: {exc}"
-            if self.unwritable is None:
-                log.error("ClickHouse cannot be written; exports get 503 until it can: %s", reason)
-            elif state.attempt_number % 10 == 0:
+            assert exc is not None
+            if self.unwritable is not None and state.attempt_number % 10 == 0:
                 log.error("%s failed (attempt %d), retrying with backoff: %s", what, state.attempt_number, exc)
-            with self._cond:
-                self.unwritable = reason
-                self._cond.notify_all()
+            self._set_unwritable(exc)
 
         for attempt in Retrying(
             retry=retry_if_exception(environmental),
@@ -354,6 +400,14 @@ class ClickHouseWriter:
                 return result
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _set_unwritable(self, exc: BaseException) -> None:
+        reason = f"{type(exc).__name__}: {exc}"
+        if self.unwritable is None:
+            log.error("ClickHouse cannot be written; exports get 503 until it can: %s", reason)
+        with self._cond:
+            self.unwritable = reason
+            self._cond.notify_all()
+
     def _dead_letter(self, item: LoadItem, exc: BaseException) -> None:
         log.error("spool record %s/%d (project %r) cannot be loaded and goes to the dead-letter directory: %s: %s",
                   item.end.segment, item.end.offset, item.project, type(exc).__name__, exc)
@@ -368,8 +422,9 @@ class ClickHouseWriter:
         old = transport.query_arrow(f"SELECT count() FROM {db}.spans WHERE start_time < {{c:DateTime64(6, 'UTC')}}",
                                     {"c": cutoff})
         spans = int(old.column(0)[0].as_py())
-        for table, column in (("spans", "start_time"), ("runs", "updated_at"), ("log_records", "time"),
-                              ("scores", "created_at")):
+        for table, column in (("spans", "start_time"), ("runs", "coalesce(start_time, span_start, updated_at)"),
+                              ("log_records", "time"), ("scores", "created_at"),
+                              *((t.name, "start_time") for t in ANALYTICS_TABLES)):
             transport.command(f"DELETE FROM {db}.`{table}` WHERE {column} < {{c:DateTime64(6, 'UTC')}}", {"c": cutoff})
         self._hooks.retention(spans, 0)
         return spans

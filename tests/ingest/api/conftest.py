@@ -13,14 +13,20 @@ from tests.ingest.api.harness import Server, start_server, stop_server
 
 
 @pytest.fixture
-def make_server(tmp_path: Path) -> Iterator[Any]:
+def backend() -> str:
+    """The store the test's servers run on; parametrize it with harness.BACKENDS to cover both."""
+    return "duckdb"
+
+
+@pytest.fixture
+def make_server(tmp_path: Path, backend: str) -> Iterator[Any]:
     """Factory: `make_server(api_keys=[...], query_timeout_s=...)`; everything stops at teardown."""
     started: list[tuple[Any, ...]] = []
 
     def make(api_keys: list[ApiKey] | None = None, query_timeout_s: float = 10.0) -> Server:
         sub = tmp_path / f"server{len(started)}"
         sub.mkdir()
-        item = start_server(sub, api_keys or [], query_timeout_s)
+        item = start_server(sub, api_keys or [], query_timeout_s, backend)
         started.append(item)
         return item[0]
 

@@ -19,7 +19,12 @@ from ingest.api import build_query_router
 from ingest.config import ApiKey, Settings
 from ingest.metrics import IngestMetrics
 from ingest.server import ServerStack
+from ingest.store.backend import open_store
 from ingest.store.store import SpanStore
+
+# The storage backends a contract test can run over: `@pytest.mark.parametrize("backend", BACKENDS)`
+# (the `backend` fixture of conftest.py defaults to duckdb). ClickHouse runs on embedded chDB.
+BACKENDS = ("duckdb", "clickhouse")
 
 
 @dataclass
@@ -49,9 +54,11 @@ class Server:
 
 
 def start_server(
-    tmp_path: Path, api_keys: list[ApiKey], query_timeout_s: float, **overrides: Any
+    tmp_path: Path, api_keys: list[ApiKey], query_timeout_s: float, backend: str = "duckdb", **overrides: Any
 ) -> tuple[Server, ServerStack, threading.Thread]:
-    """`overrides`: more Settings fields (e.g. `search_index=`)."""
+    """`overrides`: more Settings fields (e.g. `search_index=`); `backend`: one of BACKENDS."""
+    if backend == "clickhouse":
+        overrides = {"store": "clickhouse", "clickhouse_url": f"chdb://{tmp_path / 'clickhouse'}", **overrides}
     settings = Settings(
         host="127.0.0.1",
         grpc_port=0,
@@ -61,7 +68,7 @@ def start_server(
         **overrides,
     )
     metrics = IngestMetrics()
-    store = SpanStore(settings, metrics)
+    store = open_store(settings, metrics)
     store.start()
     router = build_query_router(store, timeout_s=settings.query_timeout_s)
     stack = ServerStack(settings, store, metrics, [("/api", router)], ephemeral_ports=True, log_level="warning")
