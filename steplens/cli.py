@@ -442,8 +442,8 @@ def migrate_store(
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", min=100, help="Rows per insert.")] = 20_000,
     config: Annotated[Path | None, typer.Option(help="steplens.toml (for retention_days and clickhouse_cluster).")] = None,
 ) -> None:
-    """Copy a DuckDB store (spans, runs, scores, logs, score configs, saved views) into ClickHouse with a
-    progress bar; re-running resumes and never duplicates. Exit 1 a table failed, 2 could not start."""
+    """Copy a DuckDB store (spans, runs, scores, logs and every other table ClickHouse has) into ClickHouse
+    with a progress bar; re-running resumes and never duplicates. Exit 1 a table failed, 2 could not start."""
     from ingest.copy_store.cli import migrate_command
 
     raise typer.Exit(migrate_command(from_, to, chunk_rows=chunk_rows, config=config))

@@ -1,1 +1,1 @@
-"""`steplens migrate`: copy a DuckDB store into ClickHouse (ingest/copy_store/copy.py)."""
+"""`steplens migrate`: copy a DuckDB store into ClickHouse (copy.py: what and how; cli.py: progress and exit codes)."""

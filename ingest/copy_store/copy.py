@@ -11,8 +11,8 @@ Why re-running never duplicates:
   same chunk inserted again (a re-run, a retry after a timeout that did land) is dropped by
   ClickHouse itself;
 - and every table is a ReplacingMergeTree on its key, the last line if the source changed between
-  runs (a run row updated in DuckDB replaces the copied one; runs copied get revision 1, below any
-  revision a live node writes).
+  runs (a run row updated in DuckDB replaces the copied one; runs and the derived tables copied get
+  revision 1, below any revision a live node writes).
 
 Why resumable: after each chunk, `<db>.migrate.json` records how many chunks of each table are in
 ClickHouse, for this target and this exact source file (size and mtime). A re-run after an
@@ -38,11 +38,11 @@ from ingest.copy_store.target import Target
 from ingest.errors import ConfigError
 from ingest.store.clickhouse import load
 from ingest.store.clickhouse.migrate import migrate
-from ingest.store.clickhouse.schema import RUNS, SPANS, TABLES, Table
+from ingest.store.clickhouse.schema import SPANS, TABLES, Table
 from ingest.store.clickhouse.transport import Transport, open_transport
 
 DEFAULT_CHUNK_ROWS = 20_000
-MIGRATED_RUN_REVISION = 1  # below the nanosecond revisions live upkeep writes: a live rebuild wins
+MIGRATED_REVISION = 1  # below the nanosecond revisions live upkeep writes: a live rebuild wins
 _LOCK_PID = re.compile(r"PID (\d+)")
 
 
@@ -175,6 +175,16 @@ def _chunks(conn: duckdb.DuckDBPyConnection, tp: TablePlan, chunk_rows: int) -> 
         yield pa.Table.from_batches(pending).combine_chunks()
 
 
+def _versioned(rows: pa.Table, table: Table) -> pa.Table:
+    """Runs and the derived tables carry a `revision` (and an `is_deleted` flag) DuckDB does not have:
+    copied rows get revision 1, below any a live node writes, so a node rebuilding the trace wins."""
+    if table.version == "revision" and "revision" not in rows.column_names:
+        rows = rows.append_column("revision", pa.array([MIGRATED_REVISION] * rows.num_rows, pa.uint64()))
+    if "is_deleted" in table.column_names and "is_deleted" not in rows.column_names:
+        rows = rows.append_column("is_deleted", pa.array([0] * rows.num_rows, pa.uint8()))
+    return rows
+
+
 def _traces(rows: pa.Table) -> list[tuple[str, str]]:
     return sorted(set(zip(rows.column("project").to_pylist(), rows.column("trace_id").to_pylist(), strict=True)))
 
@@ -194,8 +204,7 @@ def copy_table(
         token = _token(tp.table, rows)
         if tp.table is SPANS:
             rows = load.new_spans(rows, load.stored_span_keys(transport, database, _traces(rows)))
-        if tp.table is RUNS:
-            rows = rows.append_column("revision", pa.array([MIGRATED_RUN_REVISION] * rows.num_rows, pa.uint64()))
+        rows = _versioned(rows, tp.table)
         load.insert(transport, database, tp.table, _no_null_lists(rows, tp.table), token)
         progress.mark(tp.table.name, chunks)
         advance(read)

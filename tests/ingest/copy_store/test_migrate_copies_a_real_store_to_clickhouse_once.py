@@ -27,6 +27,9 @@ FIGURES = [
     ("scores", "count(), sum(value_numeric), count(DISTINCT name)"),
     ("log_records", "count(), count(DISTINCT event_name)"),
     ("score_configs", "count()"),
+    # derived per trace by the loader's shared rules; copied as DuckDB has them
+    ("tool_calls", "count(), count(DISTINCT trace_id), sum(CASE WHEN is_error THEN 1 ELSE 0 END), sum(decision_cost_usd)"),
+    ("run_models", "count(), count(DISTINCT model)"),
 ]
 
 
