@@ -117,6 +117,38 @@ def test_rerunning_migrate_never_duplicates_with_or_without_its_resume_file(stor
     assert _clickhouse_figures(target) == _duckdb_figures(store)
 
 
+def test_a_copy_killed_midway_resumes_and_ends_with_each_row_once(store, tmp_path) -> None:
+    import json
+    import signal
+    import time
+
+    target = tmp_path / "ch"
+    resume = store.with_name(store.name + ".migrate.json")
+    resume.unlink(missing_ok=True)
+    proc = subprocess.Popen([*MIGRATE, "--from", str(store), "--to", f"chdb://{target}", "--chunk-rows", "100"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env())
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                chunks = next(iter(json.loads(resume.read_text()).values()))["chunks"]
+            except (FileNotFoundError, json.JSONDecodeError, StopIteration, KeyError):
+                chunks = {}
+            if chunks.get("spans", 0) >= 1:
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, "the copy ended before it could be interrupted"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    resumed = _migrate(store, f"chdb://{target}", "--chunk-rows", "100")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "done by an earlier run" in resumed.stderr
+    expected = _duckdb_figures(store)
+    assert _raw_counts(target) == {t: v[0] for t, v in expected.items()}  # unmerged rows: nothing twice
+    assert _clickhouse_figures(target) == expected
+
+
 @pytest.mark.parametrize("to, message", [
     ("postgres://db:5432/x", "must be clickhouse://"),
     ("clickhouse://user:secret@host:8123/db", "STEPLENS_CLICKHOUSE_PASSWORD"),
