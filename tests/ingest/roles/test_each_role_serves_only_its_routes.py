@@ -24,6 +24,8 @@ def test_ingest_node_receives_but_refuses_the_query_api(start_ingest_server) -> 
     r = _export(srv.http_url)
     assert r.status_code == 200
     ExportTraceServiceResponse.FromString(r.content)
+    body, _ = one_trace(1)  # the Langfuse SDK's path is under /api, and still OTLP: served here
+    assert httpx.post(srv.http_url + "/api/public/otel/v1/traces", content=body, headers=PROTOBUF).status_code == 200
     for path in ("/api/runs", "/api/overview", "/api", "/api/alerts"):
         r = httpx.get(srv.http_url + path)
         assert r.status_code == 404, path
