@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.normalize import SPANS_SCHEMA
-from ingest.store.clickhouse.cursor import _naive_utc
+from ingest.store.clickhouse.cursor import naive_utc
 from ingest.store.clickhouse.schema import ANALYTICS_TABLES, LOG_RECORDS, RUNS, SCORES, SPANS, Table
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.spool import Position
@@ -147,7 +147,7 @@ def read_spans(transport: Transport, database: str, traces: Iterable[Trace]) -> 
     select = ", ".join(f"`{n}`" for n in names)
     for project, trace_ids in _by_project(traces).items():
         parts.append(
-            _naive_utc(transport.query_arrow(
+            naive_utc(transport.query_arrow(
                 f"SELECT {select} FROM {_quoted(database, 'spans')} FINAL "
                 "WHERE project = {project:String} AND trace_id IN {trace_ids:Array(String)}",
                 {"project": project, "trace_ids": trace_ids},
@@ -216,13 +216,13 @@ class RunDeriver:
         self._conn.close()
 
 
-def store_runs(transport: Transport, database: str, runs: pa.Table) -> None:
-    """Insert new versions of `runs` (a higher `revision` than any before: nanoseconds now). No
+def store_runs(transport: Transport, database: str, runs: pa.Table, revision: int | None = None) -> None:
+    """Insert new versions of `runs` under `revision` (default: nanoseconds now; higher wins). No
     dedup token: a replay derives the same rows again under a new revision, which replaces."""
     if not runs.num_rows:
         return
-    revision = pa.array([time.time_ns()] * runs.num_rows, pa.uint64())
-    rows = for_table(runs.append_column("revision", revision), RUNS)
+    revisions = pa.array([revision or time.time_ns()] * runs.num_rows, pa.uint64())
+    rows = for_table(runs.append_column("revision", revisions), RUNS)
     transport.insert_arrow(_quoted(database, RUNS.name), rows)
 
 

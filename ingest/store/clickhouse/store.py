@@ -150,4 +150,7 @@ class ClickHouseStore(SpanStore):
 
     def run_write(self, fn: Callable[[Any], T]) -> Future[T]:
         """Writes of the alert, queue and evaluator services are DuckDB SQL: not on this store yet."""
-        raise NotAvailable("writes of alerts, queues, views and evaluators are not available on the clickhouse store yet")
+        raise NotAvailable(
+            "not available on the clickhouse store yet: score configs, alerts, queues, views and evaluators are "
+            "written on store=duckdb"
+        )

@@ -358,12 +358,15 @@ class ClickHouseWriter:
         """New run versions of `traces`, and the scores of their evaluation events and of `logs`."""
         started = time.monotonic()
         transport = self.connect()
+        # the revision is taken before the spans are read: of two nodes deriving one trace, the one
+        # that read later (so saw at least the spans the other saw) wins
+        revision = time.time_ns()
         spans = load.read_spans(transport, self._db, sorted(traces)) if traces else None
         runs, scores = self._deriver.derive(spans, logs, utcnow())
-        load.store_runs(transport, self._db, runs)
+        load.store_runs(transport, self._db, runs, revision)
         load.store_scores(transport, self._db, scores)
         if traces:
-            revision, analytics = time.time_ns(), self._deriver.analytics()
+            analytics = self._deriver.analytics()
             for table in ANALYTICS_TABLES:
                 load.replace_trace_rows(transport, self._db, table, analytics[table.name], sorted(traces), revision)
         self.upkeep_passes += 1

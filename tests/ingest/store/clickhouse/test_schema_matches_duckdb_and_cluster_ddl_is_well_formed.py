@@ -34,7 +34,7 @@ def _columns(transport: ChdbTransport, table: str) -> list[str]:
 def test_tables_have_duckdbs_columns_and_migrating_twice_is_a_no_op(chdb: ChdbTransport) -> None:
     assert migrate(chdb, "steplens") == len(migrations("steplens"))
     assert migrate(chdb, "steplens") == len(migrations("steplens"))
-    versions = chdb.query_arrow("SELECT version FROM steplens.schema_migrations").column(0).to_pylist()
+    versions = chdb.query_arrow("SELECT version FROM steplens.schema_migrations ORDER BY version").column(0).to_pylist()
     assert versions == list(range(1, len(migrations("steplens")) + 1))  # each applied once
     duck = duckdb.connect()
     migrate_duckdb(duck)
