@@ -5,6 +5,7 @@ with what to do. Embedded chDB is the ClickHouse engine in process, the same SQL
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,10 +48,10 @@ def _duckdb_figures(db: Path) -> dict[str, tuple]:
                          for v in conn.execute(f"SELECT {agg} FROM {t}").fetchone()) for t, agg in FIGURES}
 
 
-def _clickhouse_figures(path: Path, final: bool = True) -> dict[str, tuple]:
+def _clickhouse_figures(path: Path | None, final: bool = True, transport: object = None) -> dict[str, tuple]:
     from ingest.store.clickhouse.transport import open_transport
 
-    transport = open_transport(f"chdb://{path}")
+    transport = transport or open_transport(f"chdb://{path}")
     try:
         out = {}
         for table, agg in FIGURES:
@@ -180,6 +181,33 @@ def test_a_spool_with_unloaded_records_is_refused_until_the_server_loads_it(stor
     assert done.returncode == 2, done.stderr
     assert "1 acknowledged record(s) not loaded" in done.stderr and f"steplens serve --db {db}" in done.stderr
     assert not (tmp_path / "ch").exists(), "refused before touching the target"
+
+
+@pytest.mark.skipif(not os.environ.get("STEPLENS_TEST_CLICKHOUSE_URL"),
+                    reason="STEPLENS_TEST_CLICKHOUSE_URL is not set (no ClickHouse server)")
+def test_migrate_to_a_clickhouse_server_url(store) -> None:
+    """`--to clickhouse://user@host:port/db` with the password from the environment."""
+    import uuid
+    from urllib.parse import urlsplit
+
+    from ingest.store.clickhouse.transport import HttpTransport
+
+    url = os.environ["STEPLENS_TEST_CLICKHOUSE_URL"]
+    user = os.environ.get("STEPLENS_TEST_CLICKHOUSE_USER", "default")
+    password = os.environ.get("STEPLENS_TEST_CLICKHOUSE_PASSWORD", "")
+    parts = urlsplit(url)
+    database = f"steplens_migrate_{uuid.uuid4().hex[:12]}"
+    scheme = "clickhouses" if parts.scheme == "https" else "clickhouse"
+    target = f"{scheme}://{user}@{parts.hostname}:{parts.port or 8123}/{database}"
+    done = subprocess.run([*MIGRATE, "--from", str(store), "--to", target], capture_output=True, text=True,
+                          timeout=300, env=clean_env({"STEPLENS_CLICKHOUSE_PASSWORD": password}))
+    admin = HttpTransport(url, user, password, "default")
+    try:
+        assert done.returncode == 0, done.stderr
+        assert _clickhouse_figures(None, transport=HttpTransport(url, user, password, database)) == _duckdb_figures(store)
+    finally:
+        admin.command(f"DROP DATABASE IF EXISTS `{database}`")
+        admin.close()
 
 
 def test_missing_source_says_to_pass_the_servers_db(tmp_path) -> None:
