@@ -437,8 +437,8 @@ def export(
 @app.command(name="migrate")
 def migrate_store(
     from_: Annotated[Path, typer.Option("--from", help="The DuckDB file to copy (the server's --db), not in use.")],
-    to: Annotated[str, typer.Option(help="clickhouse://[user@]host:8123/database, clickhouses://... (HTTPS) or "
-                                    "chdb:///path; the password comes from STEPLENS_CLICKHOUSE_PASSWORD.")],
+    to: Annotated[str, typer.Option(help="clickhouse://host:8123/database (user@host for a user), clickhouses://... "
+                                    "(HTTPS) or chdb:///path; the password comes from STEPLENS_CLICKHOUSE_PASSWORD.")],
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", min=100, help="Rows per insert.")] = 20_000,
     config: Annotated[Path | None, typer.Option(help="steplens.toml (for retention_days and clickhouse_cluster).")] = None,
 ) -> None:
