@@ -25,6 +25,7 @@ def serve(
     config: Path | None = None,
     store: str | None = None,
     clickhouse_url: str | None = None,
+    role: str | None = None,
 ) -> None:
     """Run until Ctrl-C / SIGTERM; exit code 2 with a message when the configuration cannot work."""
     import typer
@@ -36,7 +37,7 @@ def serve(
     err = Console(stderr=True)
     try:
         run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config, store=store,
-                   clickhouse_url=clickhouse_url)
+                   clickhouse_url=clickhouse_url, role=role)
     except (ConfigError, FileNotFoundError) as exc:
         err.print(f"[bold red]steplens serve:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(EXIT_CONFIG) from None

@@ -227,6 +227,12 @@ class Settings(BaseSettings):
     evaluator_poll_interval_s: float = Field(
         5.0, gt=0, description="How often the evaluator thread looks for runs its rules have not scored yet."
     )
+    role: Literal["all", "ingest", "api", "worker"] = Field(
+        "all",
+        description="What this process runs (`steplens serve --role`): `all` everything (the only role DuckDB "
+        "allows); `ingest` the OTLP receivers, spool and writer; `api` the query API; `worker` the singleton jobs "
+        "(alerts, evaluators, queue fill, retention), exactly one per deployment. See docs/deploy.md.",
+    )
 
     @model_validator(mode="after")
     def _evaluator_rules(self) -> Settings:

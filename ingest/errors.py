@@ -101,6 +101,12 @@ class StorageUnavailable(Overloaded):
     reason = "storage_unavailable"
 
 
+class WrongRole(IngestError):
+    """The route exists, but on nodes of another role (`steplens serve --role`, ingest/roles.py)."""
+
+    reason = "wrong_role"
+
+
 class Internal(IngestError):
     """A bug or an unexpected failure of a dependency; logged with its traceback server-side."""
 
@@ -130,6 +136,7 @@ ERROR_TABLE: dict[type[IngestError], ErrorMapping] = {
     Forbidden: ErrorMapping(403, grpc.StatusCode.PERMISSION_DENIED, retryable=False),
     Overloaded: ErrorMapping(503, grpc.StatusCode.UNAVAILABLE, retryable=True),
     Internal: ErrorMapping(500, grpc.StatusCode.INTERNAL, retryable=False),
+    WrongRole: ErrorMapping(404, grpc.StatusCode.UNIMPLEMENTED, retryable=False),
     NotAvailable: ErrorMapping(501, grpc.StatusCode.UNIMPLEMENTED, retryable=False),
 }
 

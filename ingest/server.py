@@ -55,6 +55,7 @@ from ingest.otlp.limits import AttributeLimits
 from ingest.otlp.logs import decode_and_validate_logs, export_logs
 from ingest.otlp.respond import encode, error_status
 from ingest.otlp.validate import ValidationResult, validate_request
+from ingest.roles import add_refusals, check_role_store, plan_for
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ def create_app(
     `app.state` holds settings, store, metrics and keyring (what `require_scope` reads).
     """
     keyring = keyring or KeyRing.from_settings(settings)
+    plan = plan_for(settings.role)  # which routes this node serves (ingest/roles.py)
     budget = InflightBudget(settings.max_inflight_bytes, settings.retry_after_s)
     app = FastAPI(title="steplens ingest", version="0.1.0")
     app.state.settings = settings
@@ -150,7 +152,7 @@ def create_app(
         metrics.requests.labels(transport="http", code="200").inc()
         return Response(encode(response, fmt), media_type=fmt.value)
 
-    for path in OTLP_TRACES_PATHS:
+    for path in OTLP_TRACES_PATHS if plan.otlp else ():
         app.add_api_route(path, export_traces, methods=["POST"], include_in_schema=path == "/v1/traces")
 
     async def export_log_records(
@@ -174,11 +176,12 @@ def create_app(
         metrics.requests.labels(transport="http", code="200").inc()
         return Response(encode(response, fmt), media_type=fmt.value)
 
-    for path in OTLP_LOGS_PATHS:
+    for path in OTLP_LOGS_PATHS if plan.otlp else ():
         app.add_api_route(path, export_log_records, methods=["POST"])
-    app.include_router(health_router(store, metrics))
+    app.include_router(health_router(store, metrics, plan.role))
     for prefix, router in routers:
         app.include_router(router, prefix=prefix)
+    add_refusals(app, plan, OTLP_TRACES_PATHS + OTLP_LOGS_PATHS)
     return app
 
 
@@ -321,7 +324,7 @@ class ServerStack:
 
         grpc_server = None
         try:
-            if self.settings.grpc_port:
+            if self.settings.grpc_port and plan_for(self.settings.role).otlp:
                 port = 0 if self._ephemeral else self.settings.grpc_port
                 grpc_server, self.grpc_port = await start_grpc_server(
                     self.settings, self.store, self.metrics, self.keyring, port, budget=self.app.state.budget
@@ -351,23 +354,28 @@ def serve(
     config: Path | None = None,
     store: str | None = None,
     clickhouse_url: str | None = None,
+    role: str | None = None,
 ) -> None:
-    """Run the whole server until SIGINT/SIGTERM, then flush the store.
+    """Run the server (or the part of it `role` names, ingest/roles.py) until SIGINT/SIGTERM, then
+    flush the store.
 
     Raises ConfigError (PortInUse included) with a message saying what to change; `ingest.cli.serve`
     turns that into a one-line error and exit code 2.
     """
+    from ingest.jobs import store_settings
     from ingest.memory import tune_process_memory
     from ingest.store.backend import open_store
 
     tune_process_memory()
     settings = load_settings(
-        config, host=host, port=port, grpc_port=grpc_port, db=db, store=store, clickhouse_url=clickhouse_url
+        config, host=host, port=port, grpc_port=grpc_port, db=db, store=store, clickhouse_url=clickhouse_url,
+        role=role,
     )
     logging.getLogger("ingest").setLevel(settings.log_level.upper())
+    check_role_store(settings.role, settings.store)
     metrics = IngestMetrics()
-    span_store = open_store(settings, metrics)
-    routers = query_routers(settings, span_store)
+    span_store = open_store(store_settings(settings), metrics)  # no retention sweep on ingest/api nodes
+    routers = node_routers(settings, span_store)
     stack = ServerStack(settings, span_store, metrics, routers)  # binds HTTP: fails fast on a taken port
     try:
         span_store.start()
@@ -379,10 +387,21 @@ def serve(
         stack.http_socket.close()
 
 
-def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRouter]]:
-    """The read-only query API under /api (owned by ingest.api), as `serve` mounts it."""
-    from ingest.alerts.defaults import effective_rules
-    from ingest.alerts.service import AlertService
+def node_routers(settings: Settings, store: object) -> list[tuple[str, APIRouter]]:
+    """What a node of `settings.role` mounts besides OTLP and health (ingest/roles.py)."""
+    from ingest.jobs import build_jobs, jobs_router
+
+    plan = plan_for(settings.role)
+    if plan.query_api:
+        return query_routers(settings, store, run_jobs=plan.jobs)
+    if plan.jobs:
+        return [("", jobs_router(build_jobs(settings, store), run=True))]
+    return []
+
+
+def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> list[tuple[str, APIRouter]]:
+    """The read-only query API under /api (owned by ingest.api), as `serve` mounts it, with the
+    singleton jobs (ingest/jobs.py) started by its lifespan unless `run_jobs` is false."""
     from ingest.api import build_query_router
     from ingest.api.alerts import build_alerts_router
     from ingest.api.approvals import build_approvals_router
@@ -394,9 +413,9 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
     from ingest.api.scores import build_scores_router
     from ingest.api.sql import build_sql_router
     from ingest.api.views import build_views_router
-    from ingest.evaluators.service import EvaluatorService
-    from ingest.queues.service import QueueFiller
+    from ingest.jobs import build_jobs, jobs_router
 
+    jobs = build_jobs(settings, store)  # the singleton jobs (ingest/jobs.py), started by jobs_router below
     if getattr(store, "name", "duckdb") != "duckdb":
         # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
         # services writing DuckDB tables (alerts, queues, evaluators, views...) answer 501 for now
@@ -406,24 +425,25 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
             ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
             ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
+            ("", jobs_router(jobs, run=run_jobs)),
         ]
-    # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
-    rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults,
-                                    [k.project for k in settings.api_keys])
-    alerts = AlertService(store, rules, settings.alert_channels, builtin=builtin)
+    # The jobs router's lifespan runs the alert evaluator, queue filler and evaluators while the
+    # HTTP server is up; the routers only read their rules and state.
+    alerts, filler, evaluators = jobs.alerts, jobs.queue_filler, jobs.evaluators
+    assert alerts is not None and filler is not None and evaluators is not None  # built on DuckDB
     return [
         ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
         ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
-        ("/api", build_alerts_router(alerts, store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+        ("/api", build_alerts_router(alerts, store, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
+                                     run_service=False)),
         ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_sql_router(store, settings)),
         ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
         ("/api", build_export_router(store, timeout_s=settings.query_timeout_s, page_rows=settings.export_page_rows)),
         ("/api", build_views_router(store, timeout_s=settings.query_timeout_s)),
-        ("/api", build_queues_router(store, QueueFiller(store, settings.queue_fill_interval_s, settings.queues),
-                                     timeout_s=settings.query_timeout_s)),  # the lifespan runs the queue filler
+        ("/api", build_queues_router(store, filler, timeout_s=settings.query_timeout_s, run_filler=False)),
         ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
-        ("/api", build_evaluators_router(EvaluatorService(
-            store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
-            poll_interval_s=settings.evaluator_poll_interval_s), store, timeout_s=settings.query_timeout_s)),
+        ("/api", build_evaluators_router(evaluators, store, timeout_s=settings.query_timeout_s,
+                                         run_service=False)),
+        ("", jobs_router(jobs, run=run_jobs)),
     ]

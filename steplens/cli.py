@@ -39,12 +39,14 @@ def serve(
     store: Annotated[str | None, typer.Option(help="Storage backend: duckdb (default) or clickhouse.")] = None,
     clickhouse_url: Annotated[str | None, typer.Option(
         "--clickhouse-url", help="ClickHouse for --store clickhouse: http(s)://host:port or chdb:///path.")] = None,
+    role: Annotated[str | None, typer.Option(help="all (default), or for a ClickHouse deployment: ingest, api or "
+                                             "worker (see docs/deploy.md).")] = None,
 ) -> None:
     """Run the ingest server: OTLP receiver, store (DuckDB or ClickHouse), query API."""
     from ingest.cli import serve as run_server
 
     run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config, store=store,
-               clickhouse_url=clickhouse_url)
+               clickhouse_url=clickhouse_url, role=role)
 
 
 @app.command()
@@ -525,6 +527,21 @@ def tasks_worker(
 
     raise typer.Exit(worker_command(db, concurrency=concurrency, poll_s=poll, lease_s=lease, endpoint=endpoint,
                                     drain=drain, create=create))
+
+
+@app.command(name="migrate")
+def migrate_store(
+    from_: Annotated[Path, typer.Option("--from", help="The DuckDB file to copy (the server's --db), not in use.")],
+    to: Annotated[str, typer.Option(help="clickhouse://host:8123/database (user@host for a user), clickhouses://... "
+                                    "(HTTPS) or chdb:///path; the password comes from STEPLENS_CLICKHOUSE_PASSWORD.")],
+    chunk_rows: Annotated[int, typer.Option("--chunk-rows", min=100, help="Rows per insert.")] = 20_000,
+    config: Annotated[Path | None, typer.Option(help="steplens.toml (for retention_days and clickhouse_cluster).")] = None,
+) -> None:
+    """Copy a DuckDB store (spans, runs, scores, logs and every other table ClickHouse has) into ClickHouse
+    with a progress bar; re-running resumes and never duplicates. Exit 1 a table failed, 2 could not start."""
+    from ingest.copy_store.cli import migrate_command
+
+    raise typer.Exit(migrate_command(from_, to, chunk_rows=chunk_rows, config=config))
 
 
 def main() -> None:

@@ -76,6 +76,11 @@ class AlertService:
             self._thread = None
         self.dispatcher.stop(timeout)
 
+    @property
+    def running(self) -> bool:
+        """Whether this process runs the job's thread now (reported by /readyz, ingest/jobs.py)."""
+        return self._thread is not None and self._thread.is_alive()
+
     # ---- evaluation -----------------------------------------------------------------------------
 
     def evaluate_rule(self, rule: AlertRule, now: datetime | None = None) -> list[AlertEvent]:

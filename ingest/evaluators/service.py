@@ -161,6 +161,11 @@ class EvaluatorService:
             self._thread.join(timeout)
             self._thread = None
 
+    @property
+    def running(self) -> bool:
+        """Whether this process runs the job's thread now (reported by /readyz, ingest/jobs.py)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             for rule in self.rules:

@@ -61,6 +61,11 @@ class QueueFiller:
             self._thread.join(timeout)
             self._thread = None
 
+    @property
+    def running(self) -> bool:
+        """Whether this process runs the job's thread now (reported by /readyz, ingest/jobs.py)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def fill_all(self) -> int:
         """One live pass over every queue; returns how many runs entered. Failures stay per queue."""
         with self.store.read() as cur:  # type: ignore[attr-defined]

@@ -36,15 +36,16 @@ class RunningServer:
 
 class _ServerThread:
     def __init__(self, settings: Settings) -> None:
-        from ingest.server import ServerStack, query_routers
+        from ingest.jobs import store_settings
+        from ingest.server import ServerStack, node_routers
         from ingest.store.backend import open_store
 
         self.metrics = IngestMetrics()
-        self.store = open_store(settings, self.metrics)  # settings.store: duckdb unless a test says
+        self.store = open_store(store_settings(settings), self.metrics)  # settings.store: duckdb unless a test says
         self.store.start()
         try:
             self.stack = ServerStack(
-                settings, self.store, self.metrics, query_routers(settings, self.store),
+                settings, self.store, self.metrics, node_routers(settings, self.store),
                 ephemeral_ports=True, log_level="warning",
             )
         except BaseException:

@@ -11,7 +11,6 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-import typer
 import yaml
 from setuptools import find_packages
 
@@ -20,7 +19,7 @@ from dashboards.launch import login_problem
 from ingest.auth import OPEN_PATHS, KeyRing, check_bind_policy, presented_key
 from ingest.config import Settings, load_settings
 from ingest.server import OTLP_LOGS_PATHS, OTLP_TRACES_PATHS
-from steplens.cli import app
+from tests.support.compose import MissingVariable, container_ports, interpolate, parse, variables
 
 REPO = Path(__file__).resolve().parents[2]
 SECRETS = {  # what a team puts in .env; the values only need to be distinct
@@ -28,31 +27,6 @@ SECRETS = {  # what a team puts in .env; the values only need to be distinct
     "STEPLENS_ADMIN_KEY": "admin-secret-3", "STEPLENS_UI_PASSWORD": "ui-secret-4",
     "STEPLENS_AGENT_TOKEN": "agent-secret-5",
 }
-_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:-|:\?)(?P<arg>[^}]*))?\}")
-
-
-class MissingVariable(Exception):
-    pass
-
-
-def interpolate(value: object, env: dict[str, str]) -> object:
-    """Compose's `${VAR}`, `${VAR:-default}` and `${VAR:?error}` (the forms these files use)."""
-    if isinstance(value, dict):
-        return {k: interpolate(v, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate(v, env) for v in value]
-    if not isinstance(value, str):
-        return value
-
-    def one(m: re.Match[str]) -> str:
-        name, op, arg = m["name"], m["op"], m["arg"]
-        if env.get(name):
-            return env[name]
-        if op == ":-":
-            return arg
-        raise MissingVariable(f"{name}: {arg}" if op == ":?" else name)
-
-    return _VAR.sub(one, value)
 
 
 @pytest.fixture(scope="module")
@@ -70,19 +44,6 @@ def collector_config() -> dict:
     return yaml.safe_load((REPO / "deploy" / "otel-collector.yaml").read_text())
 
 
-def parse(argv: list[str]) -> tuple[str, dict]:
-    """Parse a steplens command line with the real click command tree; unknown flags raise."""
-    root = typer.main.get_command(app)
-    assert hasattr(root, "commands"), root
-    command = root.commands[argv[0]]
-    ctx = command.make_context(argv[0], list(argv[1:]))
-    return argv[0], ctx.params
-
-
-def container_ports(service: dict) -> set[int]:
-    return {int(str(p).rsplit(":", 1)[1].split("/")[0]) for p in service.get("ports", [])}
-
-
 def env_names(service: dict) -> set[str]:
     return {k for k in service.get("environment", {}) if k.startswith("STEPLENS_")}
 
@@ -94,9 +55,9 @@ def test_services_and_volumes(compose: dict) -> None:
 
 def test_secrets_have_no_default_and_compose_refuses_without_them(raw: dict) -> None:
     text = (REPO / "docker-compose.yml").read_text()
-    required = {m["name"] for m in _VAR.finditer(text) if m["op"] == ":?"}
+    required = {m["name"] for m in variables(text) if m["op"] == ":?"}
     assert required == set(SECRETS)
-    defaulted = {m["name"] for m in _VAR.finditer(text) if m["op"] == ":-"}
+    defaulted = {m["name"] for m in variables(text) if m["op"] == ":-"}
     assert not {n for n in defaulted if re.search("KEY|TOKEN|PASSWORD|SECRET", n)}, defaulted
     for missing in SECRETS:
         with pytest.raises(MissingVariable, match=missing):

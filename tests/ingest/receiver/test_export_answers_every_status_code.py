@@ -171,7 +171,9 @@ def test_keys_decide_401_403_and_the_project(start_ingest_server, make_request, 
 
 
 def test_health_and_readiness_without_keys(ingest_server) -> None:
-    assert httpx.get(ingest_server.http_url + "/healthz").json() == {"status": "ok"}
-    assert httpx.get(ingest_server.http_url + "/readyz").json() == {"status": "ready"}
+    assert httpx.get(ingest_server.http_url + "/healthz").json() == {"status": "ok", "role": "all"}
+    # the one-process server runs the singleton jobs: the built-in alert rules and the queue filler
+    assert httpx.get(ingest_server.http_url + "/readyz").json() == {
+        "status": "ready", "role": "all", "jobs": ["alerts", "queue_fill"]}
     text = httpx.get(ingest_server.http_url + "/metrics").text
     assert "steplens_spans_received_total" in text
