@@ -42,6 +42,8 @@ def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilte
         q=params.q,
         eval_run_id=params.eval_run_id,
         eval_case_id=params.eval_case_id,
+        release=params.release,
+        cohort=params.cohort,
     )
 
 

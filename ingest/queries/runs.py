@@ -63,6 +63,9 @@ RUN_COLUMNS = (
     "agents",
     "handoff_reason",
     "handoff_target",
+    "release_name",
+    "release_cohort",
+    "release_primary_trace_id",
 )
 RUN_SELECT = ", ".join(RUN_COLUMNS)
 
@@ -81,6 +84,8 @@ class RunFilters(CommonFilters):
     q: str | None = None
     eval_run_id: str | None = None
     eval_case_id: str | None = None
+    release: str | None = None
+    cohort: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,10 @@ def runs_where(f: RunFilters) -> Where:
         where.add("eval_run_id = ?", f.eval_run_id)
     if f.eval_case_id is not None:
         where.add("eval_case_id = ?", f.eval_case_id)
+    if f.release is not None:
+        where.add("release_name = ?", f.release)
+    if f.cohort is not None:
+        where.add("release_cohort = ?", f.cohort)
     if f.q:
         pattern = like_contains(f.q)
         where.add("name ILIKE ? ESCAPE '\\' OR agent ILIKE ? ESCAPE '\\'", pattern, pattern)
