@@ -39,6 +39,7 @@ from ingest.queries.regressions import (
     steps_buckets,
 )
 from ingest.queries.score_metrics import score_buckets, score_types, score_values
+from tracer.conventions import ReleaseCohort
 
 _EPOCH = datetime(1970, 1, 1)
 _COL = {name: i for i, name in enumerate(SAMPLE_COLUMNS)}
@@ -202,9 +203,10 @@ def cohort_report(
         if config.score_names() != []:
             _attach_scores(sets, score_values(cur, scope, names=config.score_names()))
         versions = {str(r[cohort]): r[_COL["version"]] for r in rows}
-        stable, candidate = sets.get("stable", RunSet()), sets.get("candidate", RunSet())
-        pairs.append(Pair(info.agent, stable, candidate, f"stable of {info.release} (version {versions.get('stable')})",
-                          f"candidate of {info.release} (version {versions.get('candidate')})", release=info.release))
+        stable, candidate = ReleaseCohort.STABLE.value, ReleaseCohort.CANDIDATE.value
+        pairs.append(Pair(info.agent, sets.get(stable, RunSet()), sets.get(candidate, RunSet()),
+                          f"stable of {info.release} (version {versions.get(stable)})",
+                          f"candidate of {info.release} (version {versions.get(candidate)})", release=info.release))
     findings = build_findings(pairs, "cohort", config)
     return RegressionReport(
         comparison="cohort", generated_at=now, config=config, flagged=sum(f.flagged for f in findings),

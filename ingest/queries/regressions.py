@@ -12,6 +12,9 @@ from datetime import datetime
 import duckdb
 
 from ingest.queries.filters import CommonFilters, runs_common_where
+from tracer.conventions import ReleaseCohort
+
+_STABLE, _CANDIDATE = ReleaseCohort.STABLE.value, ReleaseCohort.CANDIDATE.value
 
 MAX_SAMPLE_RUNS = 100_000
 
@@ -103,10 +106,10 @@ def releases_seen(cur: duckdb.DuckDBPyConnection, filters: CommonFilters, releas
     if release is not None:
         where.add("release_name = ?", release)
     cur.execute(
-        "SELECT agent, release_name, count(*) FILTER (WHERE release_cohort = 'stable'), "
-        "count(*) FILTER (WHERE release_cohort = 'candidate') "
+        "SELECT agent, release_name, count(*) FILTER (WHERE release_cohort = ?), "
+        "count(*) FILTER (WHERE release_cohort = ?) "
         f"FROM runs WHERE {where.sql()} GROUP BY agent, release_name ORDER BY agent NULLS FIRST, release_name",
-        where.params,
+        [_STABLE, _CANDIDATE, *where.params],
     )
     return [ReleaseInfo(r[0], r[1], int(r[2]), int(r[3])) for r in cur.fetchall()]
 
@@ -118,7 +121,7 @@ def sample_cohort_runs(
     then the cohort."""
     where = runs_common_where(filters)
     where.add("release_name = ?", release)
-    where.add("release_cohort IN ('stable', 'candidate')")
+    where.add("release_cohort IN (?, ?)", _STABLE, _CANDIDATE)
     cur.execute(
         f"SELECT {', '.join(SAMPLE_COLUMNS)}, release_cohort FROM runs WHERE {where.sql()} "
         "ORDER BY start_time DESC NULLS LAST, trace_id LIMIT ?",

@@ -6,45 +6,17 @@ while an A/A split (two versions that behave alike) flags nothing."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 
 import httpx
 import pytest
 
 import tracer
-from kernel.agent import Agent
-from kernel.llm import ScriptedLLM
-from kernel.release import Release
+from tests.support.release_runs import USERS, run_release
 from tests.support.scores_http import run_trace_ids
-from tests.support.scripted_runs import act, add, final
 from tracer.conventions import ReleaseCohort
 
 pytestmark = pytest.mark.timeout(300)
-USERS = [f"user-{i}" for i in range(360)]
-
-
-def _script(rng: random.Random, extra_steps: int) -> list[str]:
-    tools = [act("add", a=i, b=1) for i in range(rng.randint(0, 2) + extra_steps)]
-    return [*tools, final("done")]
-
-
-async def _run_release(name: str, agent: str, extra_candidate_steps: int, seed: int, shadow_every: int = 0
-                       ) -> tuple[dict[str, ReleaseCohort], list[str], list[tuple[str | None, str | None]]]:
-    """One run per user through a fresh Release (per-run scripted models; routing is the hash alone)."""
-    rng = random.Random(seed)
-    cohorts, live, shadows = {}, [], []
-    for i, user in enumerate(USERS):
-        stable = Agent(agent, "1", ScriptedLLM(_script(rng, 0)), [add])
-        candidate = Agent(agent, "2", ScriptedLLM(_script(rng, extra_candidate_steps)), [add])
-        mirror = Agent(agent, "2", ScriptedLLM(_script(rng, 0)), [add]) if shadow_every and i % shadow_every == 0 else None
-        release = Release(name, stable, candidate, share=0.3, shadow=mirror)
-        result = await release.run("count", user_id=user)
-        cohorts[result.trace_id] = release.route(user).cohort
-        live.append(result.trace_id)
-        for done in await release.drain(10):
-            shadows.append((done.primary_trace_id, done.result.trace_id))
-    return cohorts, live, shadows
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +32,8 @@ def world(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     handle = tracer.setup(service_name="release-tests", endpoint=f"{server.http_url}/v1/traces", schedule_delay_ms=50,
                           max_queue_size=65_536)
     try:
-        planted = asyncio.run(_run_release("desk-v2", "desk", 2, seed=1, shadow_every=6))
-        aa = asyncio.run(_run_release("calm-v2", "calm", 0, seed=2))
+        planted = asyncio.run(run_release("desk-v2", "desk", 2, seed=1, shadow_every=6))
+        aa = asyncio.run(run_release("calm-v2", "calm", 0, seed=2))
     finally:
         assert handle.shutdown(30), "the tracer could not flush its spans to the test server"
     assert server.store.wait_loaded(60)
@@ -70,7 +42,8 @@ def world(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
 
 
 def test_every_run_row_names_its_release_and_the_cohort_the_router_chose(world) -> None:  # type: ignore[no-untyped-def]
-    url, (cohorts, live, _), _ = world
+    url, planted, _ = world
+    cohorts = planted.cohorts
     want = Counter(cohorts.values())
     assert 60 < want[ReleaseCohort.CANDIDATE] < 160  # ~30% of 360
     for cohort in ("stable", "candidate"):
@@ -85,7 +58,8 @@ def test_every_run_row_names_its_release_and_the_cohort_the_router_chose(world) 
 
 
 def test_shadow_mirrors_are_their_own_traces_naming_the_live_run_and_out_of_live_figures(world) -> None:  # type: ignore[no-untyped-def]
-    url, (_, live, shadows), aa = world
+    url, planted, _ = world
+    live, shadows = planted.live, planted.shadows
     assert len(shadows) == len(USERS) // 6
     listed = httpx.get(f"{url}/api/runs", params={"cohort": "shadow", "mode": "shadow", "limit": 1000},
                        timeout=30).json()["runs"]
