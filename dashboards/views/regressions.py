@@ -106,8 +106,9 @@ with guard():
                 st.markdown(f"**{inert(f.verdict)}** · {inert(f.agent or '(no agent)')}{where} · {code(f.metric)} "
                             f"{fmt_pct(f.relative_change)} ({inert(f.baseline.label)} → {inert(f.current.label)})")
                 st.caption(inert(f.reason))
-                example_links(f.current.examples, label="current side")
-                example_links(f.baseline.examples, label="baseline side")
+                cohort = comparison == "cohort"
+                example_links(f.current.examples, label="candidate side" if cohort else "current side")
+                example_links(f.baseline.examples, label="stable side" if cohort else "baseline side")
     elif all(f.verdict == "insufficient_data" for f in data.findings):
         st.info("Not enough runs to judge yet: each side needs the minimum sample (30 runs by default) "
                 "for a metric to be tested. Widen the range or wait for more runs.")
