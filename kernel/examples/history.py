@@ -173,6 +173,8 @@ class PlannedRun:
     eval_run_id: str | None = None
     conversation_id: str | None = None  # the session it is a turn of (kernel.examples.sessions)
     user_id: str | None = None
+    release: str | None = None  # the gray release that routes it (kernel.examples.demo_release)
+    mirror: bool = False  # the release also runs it in shadow (standing for a planned shadow run)
 
 
 class _Slots:
