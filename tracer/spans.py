@@ -258,7 +258,7 @@ def run_span(
     the run; `primary` (a shadow run's): the live run it mirrors, linked and named by trace id.
     """
     links = [trace.Link(primary.context)] if primary is not None and primary.context.is_valid else None
-    if primary is not None and context is None:
+    if (primary is not None or release_cohort == c.ReleaseCohort.SHADOW) and context is None:
         context = Context()  # a shadow run is its own trace, never a child of the caller's request
     scope = RunScope(_start(_RUN_PREFIX + str(agent), _INTERNAL, context, links))
     if scope.recording:
