@@ -30,6 +30,7 @@ class Finding(_Model):
     metric: str = ""
     agent: str | None = None
     comparison: str = ""
+    release: str | None = None  # cohort comparisons: the gray release
     baseline: FindingSide = Field(default_factory=FindingSide)
     current: FindingSide = Field(default_factory=FindingSide)
     relative_change: float | None = None

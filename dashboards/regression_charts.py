@@ -29,6 +29,16 @@ def findings_rows(findings: list[Finding]) -> list[dict[str, str]]:
     """One row per finding, the decisive columns (verdict, change, p, q) before the long ones."""
     base = f"baseline ({findings[0].baseline.label})" if findings else "baseline"
     cur = f"current ({findings[0].current.label})" if findings else "current"
+    if any(f.release is not None for f in findings):  # cohort: one table over several releases
+        base, cur = "stable", "candidate"
+        return [
+            {"verdict": f.verdict, "agent": f.agent or "(none)", "release": f.release or "(none)", "metric": f.metric,
+             "change": fmt_pct(f.relative_change), "p": "—" if f.p_value is None else f"{f.p_value:.2g}",
+             "q (Holm)": "—" if f.q_value is None else f"{f.q_value:.2g}",
+             "effect": "—" if f.effect_size is None else f"{f.effect_size:+.2f}",
+             base: side_cell(f.baseline), cur: side_cell(f.current), "why": f.reason}
+            for f in findings
+        ]
     return [
         {
             "verdict": f.verdict, "agent": f.agent or "(none)", "metric": f.metric,

@@ -918,6 +918,23 @@ RUNS_TASK = [
     """,
 ]
 
+# Runs routed by a gray release (kernel/release.py, design.md §2 "Gray release"): the release's name,
+# the cohort (stable, candidate, shadow) and, for a shadow, the trace of the live run it mirrors.
+RUNS_RELEASE = [
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS release_name VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS release_cohort VARCHAR",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS release_primary_trace_id VARCHAR",
+    f"""
+    UPDATE runs SET
+        release_name = json_extract_string(s.attributes, '$."{c.RELEASE_NAME}"'),
+        release_cohort = json_extract_string(s.attributes, '$."{c.RELEASE_COHORT}"'),
+        release_primary_trace_id = json_extract_string(s.attributes, '$."{c.RELEASE_PRIMARY_TRACE_ID}"')
+    FROM spans s
+    WHERE s.project = runs.project AND s.trace_id = runs.trace_id AND s.span_id = runs.root_span_id
+        AND json_extract_string(s.attributes, '$."{c.RELEASE_NAME}"') IS NOT NULL
+    """,
+]
+
 # Ordered migrations; index + 1 is the schema version. Append, never edit a shipped entry.
 MIGRATIONS: list[list[str]] = [
     [SPANS_DDL, RUNS_DDL],
@@ -945,4 +962,5 @@ MIGRATIONS: list[list[str]] = [
     RUNS_HANDOFF,  # runs handed to a human: hand-off reason and target from the run span
     RUNS_TASK,  # runs an async task's runner started: the task id from the run span
     PLAN_SPANS_CONTEXT_MIGRATION,  # replan spans: route, lessons, variable health, kept/dropped/added, refusal
+    RUNS_RELEASE,  # gray releases: the run's release name, cohort and (shadow) primary trace
 ]

@@ -30,7 +30,7 @@ from jsonschema.exceptions import relevance
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import to_jsonable_python
 
-from kernel.policy import AllowAll, PolicyDecision, SideEffectPolicy
+from kernel.policy import AllowAll, PolicyDecision, SideEffectPolicy, active_shadow
 from kernel.tools import Tool, ToolArgumentsError, ToolRegistry
 from kernel.types import Observation, ToolCall, ToolError
 from tracer.conventions import ToolDecision, ToolErrorCode
@@ -148,7 +148,7 @@ def _schema_errors(tool: Tool, arguments: dict[str, Any]) -> str | None:
 async def _decide(tool: Tool, call: ToolCall, policy: SideEffectPolicy | None) -> PolicyDecision:
     if not tool.side_effect:
         return PolicyDecision(ToolDecision.EXECUTED)
-    policy = policy or AllowAll()
+    policy = active_shadow() or policy or AllowAll()  # a shadow run never acts, whatever its policy
     try:
         verdict = await policy.decide(tool, call)
         if not isinstance(verdict, PolicyDecision):

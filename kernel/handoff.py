@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel.policy import active_shadow
 from kernel.tools import Tool
 from kernel.types import Handoff, RunResult
 from tracer.conventions import HandoffReason, StopReason
@@ -103,7 +104,7 @@ async def hand_off(policy: HandoffPolicy | None, result: RunResult) -> None:
     if handoff is None:
         return
     result.handoff = handoff
-    if policy.hook is None:
+    if policy.hook is None or active_shadow() is not None:  # a shadow run pages nobody
         return
     try:
         outcome = policy.hook(handoff, result)

@@ -7,7 +7,9 @@ policy that raises as a denial (fail closed).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -84,3 +86,27 @@ class Shadow:
         return PolicyDecision(
             ToolDecision.SHADOWED, "shadow mode: side-effect tools are recorded, not executed"
         )
+
+
+# The shadow scope of the run in progress (kernel.release): while set, it decides every side-effect
+# call instead of the agent's own policy, whatever policy the agent was built with.
+_SHADOW_SCOPE: ContextVar[Shadow | None] = ContextVar("steplens_shadow_scope", default=None)
+
+
+@contextmanager
+def shadow_scope(shadow: Shadow | None = None) -> Iterator[Shadow]:
+    """Runs started inside are shadows: at the dispatch boundary every side-effect tool call is
+    recorded in the yielded `Shadow` and not executed, and no hand-off hook is called. Why a scope
+    and not the agent's `policy`: a shadow is usually the very agent object that also serves live
+    traffic (a candidate version), so it cannot be rebuilt with another policy per run."""
+    scope = shadow if shadow is not None else Shadow()
+    token = _SHADOW_SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SHADOW_SCOPE.reset(token)
+
+
+def active_shadow() -> Shadow | None:
+    """The shadow scope the current run is in, if any."""
+    return _SHADOW_SCOPE.get()

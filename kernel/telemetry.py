@@ -117,13 +117,48 @@ def run_labels(
         _LABELS.reset(token)
 
 
+@dataclass
+class ReleaseTag:
+    """The gray release a run is routed by (kernel.release). Claimed by the first run span started
+    inside `release_tag(...)` (a sub-agent that run calls is not the release's run); that span's
+    `ref` is kept so a shadow run can link to it."""
+
+    name: str
+    cohort: str
+    primary: spans.RunRef | None = None  # a shadow's: the live run it mirrors
+    ref: spans.RunRef | None = None  # set when the run span starts
+    claimed: bool = False
+
+
+_RELEASE: ContextVar[ReleaseTag | None] = ContextVar("steplens_release_tag", default=None)
+
+
+@contextmanager
+def release_tag(tag: ReleaseTag) -> Iterator[ReleaseTag]:
+    """The next run started inside carries `steplens.release.name` / `.cohort` (and, for a shadow,
+    a link to its primary run)."""
+    token = _RELEASE.set(tag)
+    try:
+        yield tag
+    finally:
+        _RELEASE.reset(token)
+
+
+def _claim_release() -> ReleaseTag | None:
+    tag = _RELEASE.get()
+    if tag is None or tag.claimed:
+        return None
+    tag.claimed = True
+    return tag
+
+
 def _mode_of(agent: Agent, labels: RunLabels | None) -> RunMode:
     if labels is not None and labels.mode is not None:
         return labels.mode
     from kernel.llm.replay import REPLAY_PROVIDER
-    from kernel.policy import Shadow
+    from kernel.policy import Shadow, active_shadow
 
-    if isinstance(agent.policy, Shadow):
+    if isinstance(agent.policy, Shadow) or active_shadow() is not None:
         return RunMode.SHADOW
     if describe(agent.llm)[1] == REPLAY_PROVIDER:
         return RunMode.REPLAY
@@ -226,25 +261,30 @@ def run_span(agent: Agent, task: Any, conversation_id: str | None, user_id: str 
         return RunTrace(None)
     try:
         labels = _LABELS.get()
+        release = _claim_release()
         budget = agent.budget
-        return RunTrace(
-            spans.run_span(
-                agent.name,
-                agent_version=agent.version,
-                agent_id=agent.agent_id,
-                conversation_id=conversation_id,
-                model=describe(agent.llm)[0],
-                mode=_mode_of(agent, labels),
-                budget={name: getattr(budget, name) for name in _BUDGET_FIELDS},
-                task=task,
-                eval_run_id=labels.eval_run_id if labels else None,
-                eval_case_id=labels.eval_case_id if labels else None,
-                user_id=user_id,
-                task_id=labels.task_id if labels else None,
-                task_queued_s=labels.task_queued_s if labels else None,
-                task_attempt=labels.task_attempt if labels else None,
-            )
+        scope = spans.run_span(
+            agent.name,
+            agent_version=agent.version,
+            agent_id=agent.agent_id,
+            conversation_id=conversation_id,
+            model=describe(agent.llm)[0],
+            mode=_mode_of(agent, labels),
+            budget={name: getattr(budget, name) for name in _BUDGET_FIELDS},
+            task=task,
+            eval_run_id=labels.eval_run_id if labels else None,
+            eval_case_id=labels.eval_case_id if labels else None,
+            user_id=user_id,
+            release_name=release.name if release else None,
+            release_cohort=release.cohort if release else None,
+            primary=release.primary if release else None,
+            task_id=labels.task_id if labels else None,
+            task_queued_s=labels.task_queued_s if labels else None,
+            task_attempt=labels.task_attempt if labels else None,
         )
+        if release is not None:
+            release.ref = scope.ref()
+        return RunTrace(scope)
     except Exception:
         log.warning("steplens: could not start the run span; the run continues untraced", exc_info=True)
         return RunTrace(None)

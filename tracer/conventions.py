@@ -101,6 +101,14 @@ class RunMode(StrEnum):
     REPLAY = "replay"
 
 
+class ReleaseCohort(StrEnum):
+    """`steplens.release.cohort`: which side of a gray release a run was (kernel.release)."""
+
+    STABLE = "stable"
+    CANDIDATE = "candidate"
+    SHADOW = "shadow"  # a mirror of a live run on the same input, side effects blocked (mode shadow)
+
+
 class ReplanGranularity(StrEnum):
     """`steplens.replan.granularity`: how much of the plan a replan may rewrite."""
 
@@ -231,6 +239,11 @@ RUN_ANSWER = "steplens.run.answer"  # content
 # A run handed to a human (kernel.handoff): why (HandoffReason) and to whom (the policy's target).
 RUN_HANDOFF_REASON = "steplens.run.handoff.reason"
 RUN_HANDOFF_TARGET = "steplens.run.handoff.target"
+# A run routed by a gray release (kernel.release): the release's name and the cohort it fell in;
+# a shadow run also names the trace of the live run it mirrors (and links to that run span).
+RELEASE_NAME = "steplens.release.name"
+RELEASE_COHORT = "steplens.release.cohort"
+RELEASE_PRIMARY_TRACE_ID = "steplens.release.primary_trace_id"
 BUDGET_MAX_STEPS = "steplens.budget.max_steps"
 BUDGET_MAX_INPUT_TOKENS = "steplens.budget.max_input_tokens"
 BUDGET_MAX_OUTPUT_TOKENS = "steplens.budget.max_output_tokens"

@@ -86,8 +86,8 @@ def _set(span: Span, attrs: dict[str, Any]) -> None:
     span.set_attributes(attrs)
 
 
-def _start(name: str, kind: SpanKind, context: Context | None = None) -> Span:
-    return _state.current.tracer.start_span(name, context=context, kind=kind, start_time=stamp_ns())
+def _start(name: str, kind: SpanKind, context: Context | None = None, links: Iterable[trace.Link] | None = None) -> Span:
+    return _state.current.tracer.start_span(name, context=context, kind=kind, start_time=stamp_ns(), links=links)
 
 
 class SpanScope:
@@ -172,10 +172,28 @@ class SpanScope:
 # --------------------------------------------------------------------------------------------
 
 
+class RunRef:
+    """Where a run span is, for a later run to link to (a shadow run to the live run it mirrors).
+    Opaque to callers: they only pass it back to `run_span(primary=...)`."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: trace.SpanContext) -> None:
+        self.context = context
+
+    @property
+    def trace_id(self) -> str | None:
+        return format(self.context.trace_id, "032x") if self.context.is_valid else None
+
+
 class RunScope(SpanScope):
     """The run span; the outcome arrives at the end (`finish`) because only then is it known."""
 
     __slots__ = ()
+
+    def ref(self) -> RunRef:
+        """This run span, for a shadow run to link to."""
+        return RunRef(self.span.get_span_context())
 
     def finish(
         self,
@@ -232,13 +250,20 @@ def run_span(
     task_id: str | None = None,
     task_queued_s: float | None = None,
     task_attempt: int | None = None,
+    release_name: str | None = None,
+    release_cohort: str | None = None,
+    primary: RunRef | None = None,
 ) -> RunScope:
     """`invoke_agent {agent}`: one per run. The current span (e.g. a web request) is its parent.
 
     budget: the limits keyed like the kernel's Budget fields (`max_steps`, `max_cost_usd`, ...);
-    None values (unlimited) are left out.
+    None values (unlimited) are left out. release_name/release_cohort: the gray release that routed
+    the run; `primary` (a shadow run's): the live run it mirrors, linked and named by trace id.
     """
-    scope = RunScope(_start(_RUN_PREFIX + str(agent), _INTERNAL, context))
+    links = [trace.Link(primary.context)] if primary is not None and primary.context.is_valid else None
+    if (primary is not None or release_cohort == c.ReleaseCohort.SHADOW) and context is None:
+        context = Context()  # a shadow run is its own trace, never a child of the caller's request
+    scope = RunScope(_start(_RUN_PREFIX + str(agent), _INTERNAL, context, links))
     if scope.recording:
         attrs: dict[str, Any] = {
             c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
@@ -265,6 +290,12 @@ def run_span(
                 attrs[c.TASK_QUEUED_S] = task_queued_s
             if task_attempt is not None:
                 attrs[c.TASK_ATTEMPT] = task_attempt
+        if release_name is not None:
+            attrs[c.RELEASE_NAME] = str(release_name)
+            if release_cohort is not None:
+                attrs[c.RELEASE_COHORT] = _val(release_cohort)
+        if primary is not None and primary.trace_id is not None:
+            attrs[c.RELEASE_PRIMARY_TRACE_ID] = primary.trace_id
         if budget:
             for key, limit in budget.items():
                 attr = _BUDGET_MAX_KEYS.get(key)

@@ -1,5 +1,6 @@
 """Regressions: what changed, judged against noise. Flagged findings first, each with example
-traces from both sides; release-vs-release comparison; the trend of steps (or of a score) against
+traces from both sides; release-vs-release comparison; a gray release's candidate vs stable
+cohort over the same period; the trend of steps (or of a score) against
 its baseline band. Score metrics (`score:NAME`) are findings like the others."""
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dashboards.ui import (
     set_param,
 )
 
-COMPARISONS = {"window": "Last window vs baseline", "release": "Release vs release", "drift": "Drift (trend)"}
+COMPARISONS = {"window": "Last window vs baseline", "release": "Release vs release", "drift": "Drift (trend)",
+               "cohort": "Candidate vs stable"}
 
 
 st.title("Regressions")
@@ -62,6 +64,12 @@ with guard():
         set_param("baseline_version", base_v)
         set_param("current_version", cur_v)
         data = api.regressions(filters, "release", baseline_version=base_v, current_version=cur_v)
+    elif comparison == "cohort":
+        release = st.text_input("Gray release (default: every release in range)", param("release"))
+        set_param("release", release)
+        st.caption("Each gray release's candidate cohort against its stable cohort over the same period "
+                   "(the sidebar's range; the last 7 days when it has none): same traffic, same hours.")
+        data = api.regressions(filters, "cohort", release=release)
     else:
         metric = st.text_input("Metric (steps, or a score: score:NAME, score:NAME=LABEL)", param("metric", "steps"))
         set_param("metric", metric)
@@ -85,18 +93,22 @@ with guard():
         st.stop()
 
     if not data.findings:
-        empty_state("nothing to compare: no runs on one of the sides (widen the range or pick other versions).")
+        empty_state("no gray release with routed runs in this range (kernel.release; widen the range)."
+                    if comparison == "cohort" else
+                    "nothing to compare: no runs on one of the sides (widen the range or pick other versions).")
         st.stop()
     flagged = [f for f in data.findings if f.flagged]
     if flagged:
         st.subheader("Flagged")
         for f in flagged:
             with st.container(border=True):
-                st.markdown(f"**{inert(f.verdict)}** · {inert(f.agent or '(no agent)')} · {code(f.metric)} "
+                where = f" · release {inert(f.release)}" if f.release else ""
+                st.markdown(f"**{inert(f.verdict)}** · {inert(f.agent or '(no agent)')}{where} · {code(f.metric)} "
                             f"{fmt_pct(f.relative_change)} ({inert(f.baseline.label)} → {inert(f.current.label)})")
                 st.caption(inert(f.reason))
-                example_links(f.current.examples, label="current side")
-                example_links(f.baseline.examples, label="baseline side")
+                cohort = comparison == "cohort"
+                example_links(f.current.examples, label="candidate side" if cohort else "current side")
+                example_links(f.baseline.examples, label="stable side" if cohort else "baseline side")
     elif all(f.verdict == "insufficient_data" for f in data.findings):
         st.info("Not enough runs to judge yet: each side needs the minimum sample (30 runs by default) "
                 "for a metric to be tested. Widen the range or wait for more runs.")

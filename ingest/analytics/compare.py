@@ -33,10 +33,13 @@ from ingest.queries.regressions import (
     SAMPLE_COLUMNS,
     agent_versions,
     longest_runs,
+    releases_seen,
+    sample_cohort_runs,
     sample_runs,
     steps_buckets,
 )
 from ingest.queries.score_metrics import score_buckets, score_types, score_values
+from tracer.conventions import ReleaseCohort
 
 _EPOCH = datetime(1970, 1, 1)
 _COL = {name: i for i, name in enumerate(SAMPLE_COLUMNS)}
@@ -180,6 +183,33 @@ def release_report(
     findings = build_findings(pairs, "release", config)
     return RegressionReport(
         comparison="release", generated_at=now, config=config, flagged=sum(f.flagged for f in findings),
+        findings=findings,
+    )
+
+
+def cohort_report(
+    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, now: datetime, release: str | None,
+    config: RegressionConfig,
+) -> RegressionReport:
+    """Per agent and gray release: the candidate cohort vs the stable cohort over the same period
+    (`filters`' since..until), so both sides saw the same traffic, hours and incidents. The
+    statistics are the release comparison's (Holm across the report, the effect floor)."""
+    pairs = []
+    for info in releases_seen(cur, filters, release):
+        scope = replace(filters, agent=info.agent)
+        rows = sample_cohort_runs(cur, scope, info.release)
+        cohort = len(SAMPLE_COLUMNS)
+        sets = _runsets(rows, cohort)
+        if config.score_names() != []:
+            _attach_scores(sets, score_values(cur, scope, names=config.score_names()))
+        versions = {str(r[cohort]): r[_COL["version"]] for r in rows}
+        stable, candidate = ReleaseCohort.STABLE.value, ReleaseCohort.CANDIDATE.value
+        pairs.append(Pair(info.agent, sets.get(stable, RunSet()), sets.get(candidate, RunSet()),
+                          f"stable of {info.release} (version {versions.get(stable)})",
+                          f"candidate of {info.release} (version {versions.get(candidate)})", release=info.release))
+    findings = build_findings(pairs, "cohort", config)
+    return RegressionReport(
+        comparison="cohort", generated_at=now, config=config, flagged=sum(f.flagged for f in findings),
         findings=findings,
     )
 

@@ -116,6 +116,7 @@ class Pair:
     current: RunSet
     baseline_label: str
     current_label: str
+    release: str | None = None  # a cohort comparison's gray release
 
 
 class SideSummary(BaseModel):
@@ -130,7 +131,8 @@ class SideSummary(BaseModel):
 class Finding(BaseModel):
     metric: str
     agent: str | None
-    comparison: str  # window | release
+    comparison: str  # window | release | cohort
+    release: str | None = Field(None, description="cohort: the gray release whose candidate is compared with its stable.")
     baseline: SideSummary
     current: SideSummary
     relative_change: float | None
@@ -290,6 +292,7 @@ def build_findings(pairs: list[Pair], comparison: str, config: RegressionConfig)
                 metric=metric.key,
                 agent=pair.agent,
                 comparison=comparison,
+                release=pair.release,
                 baseline=SideSummary(label=pair.baseline_label, n=raw.baseline.n, value=raw.baseline.value,
                                      ci_low=raw.baseline.ci_low, ci_high=raw.baseline.ci_high, examples=b_ex),
                 current=SideSummary(label=pair.current_label, n=raw.current.n, value=raw.current.value,

@@ -85,6 +85,10 @@ class Run(BaseModel):
     handoff_target: str | None = Field(None, description="Who the run was handed to (steplens.run.handoff.target).")
     task_id: str | None = Field(None, description=(
         "The async task this run ran (steplens.task.id; kernel.tasks); null = not a task's run."))
+    release_name: str | None = Field(None, description="The gray release that routed the run (steplens.release.name).")
+    release_cohort: str | None = Field(None, description=(
+        "The run's side of that release (steplens.release.cohort): stable, candidate, or shadow (a mirror, mode shadow)."))
+    release_primary_trace_id: str | None = Field(None, description="A shadow run's: the trace of the live run it mirrors.")
     agents: list[RunAgent] = Field(default_factory=list, description=(
         "The run's agent and workflow spans in start order, each with its own counts (sub-agents, handoffs); "
         "empty for runs whose run span reported their outcome."))

@@ -158,6 +158,9 @@ class RunsParams(CommonParams):
     eval_run_id: Text = Field(None, description="Runs of this evaluation (`steplens eval run` prints its id).")
     eval_case_id: Text = Field(None, description="Runs of this evaluation case id.")
     task_id: Text = Field(None, description="Runs of this async task (kernel.tasks; `steplens tasks submit` prints its id).")
+    release: Text = Field(None, description="Runs routed by this gray release (`steplens.release.name`).")
+    cohort: Literal["stable", "candidate", "shadow"] | None = Field(
+        None, description="Runs of this gray-release cohort; shadow runs are mode shadow (add mode=shadow or all).")
     filter: str | None = Field(
         None, max_length=4000,
         description='Filter expression over the run and its spans, e.g. attributes["gen_ai.tool.name"] = "refund" '

@@ -1,7 +1,8 @@
 """`GET /api/regressions`: what changed, and whether it is a real shift or noise.
 
 comparison=window (last `window` vs the `baseline` before it), release (agent version vs version)
-or drift (CUSUM of mean steps per run, or of each score metric named in `metrics`, over since..until).
+or drift (CUSUM of mean steps per run, or of each score metric named in `metrics`, over since..until),
+or cohort (a gray release's candidate cohort vs its stable cohort over the same since..until).
 Score metrics (`score:NAME`, `score:NAME=LABEL`, `score:*`) are metrics like the others (design.md §4).
 Flagged findings come first.
 No `from __future__ import annotations`: FastAPI must evaluate the `Depends(read_access)` hints.
@@ -15,7 +16,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field, field_validator
 
-from ingest.analytics.compare import drift_report, release_report, window_report
+from ingest.analytics.compare import cohort_report, drift_report, release_report, window_report
 from ingest.analytics.drift import DEFAULT_H, DEFAULT_K, DriftConfig, DriftResult
 from ingest.analytics.durations import parse_duration
 from ingest.analytics.findings import DEFAULT_ALPHA, Finding, RegressionConfig
@@ -25,15 +26,18 @@ from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import CommonParams, TimeParam
 
 DEFAULT_DRIFT_RANGE = timedelta(days=28)
+DEFAULT_COHORT_RANGE = timedelta(days=7)
 
 
 class RegressionsParams(CommonParams):
-    comparison: Literal["window", "release", "drift"] = "window"
+    comparison: Literal["window", "release", "drift", "cohort"] = "window"
     at: TimeParam = Field(None, description="Evaluate as of this time (default now); window/drift end here.")
     window: str = Field("24h", description="window: the current period, e.g. 24h.")
     baseline: str = Field("7d", description="window: the baseline period right before it, e.g. 7d.")
     baseline_version: str | None = Field(None, max_length=512, description="release: default the previous version.")
     current_version: str | None = Field(None, max_length=512, description="release: default the newest version.")
+    release: str | None = Field(
+        None, max_length=512, description="cohort: the gray release to compare (default every release in range).")
     metrics: str | None = Field(
         None, max_length=2000,
         description="Comma-separated metric keys (default all); score:NAME, score:NAME=LABEL, score:* for scores. "
@@ -96,6 +100,8 @@ def add_regression_routes(
     ) -> RegressionsResponse:
         if params.comparison == "release" and params.version is not None:
             raise HTTPException(400, "comparison=release compares versions: use baseline_version/current_version")
+        if params.comparison == "cohort" and params.version is not None:
+            raise HTTPException(400, "comparison=cohort compares a release's two versions: drop version, use release")
         now = params.at or datetime.now(UTC).replace(tzinfo=None)
         filters = params.to_filters(access)
         drift_metrics = ["steps"]
@@ -126,6 +132,10 @@ def add_regression_routes(
             if params.comparison == "window":
                 report = window_report(cur, replace(filters, since=None, until=None), params.until or now,
                                        params.window, params.baseline, config)
+            elif params.comparison == "cohort":
+                until = params.until or now
+                since = params.since or until - DEFAULT_COHORT_RANGE
+                report = cohort_report(cur, replace(filters, since=since, until=until), now, params.release, config)
             else:
                 report = release_report(cur, filters, now, params.baseline_version, params.current_version, config)
             return RegressionsResponse(comparison=report.comparison, generated_at=now, flagged=report.flagged,

@@ -43,6 +43,8 @@ def run_filters(params: RunsParams, projects: frozenset[str] | None) -> RunFilte
         eval_run_id=params.eval_run_id,
         eval_case_id=params.eval_case_id,
         task_id=params.task_id,
+        release=params.release,
+        cohort=params.cohort,
     )
 
 

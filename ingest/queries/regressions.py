@@ -12,6 +12,9 @@ from datetime import datetime
 import duckdb
 
 from ingest.queries.filters import CommonFilters, runs_common_where
+from tracer.conventions import ReleaseCohort
+
+_STABLE, _CANDIDATE = ReleaseCohort.STABLE.value, ReleaseCohort.CANDIDATE.value
 
 MAX_SAMPLE_RUNS = 100_000
 
@@ -84,3 +87,44 @@ def longest_runs(cur: duckdb.DuckDBPyConnection, filters: CommonFilters, limit: 
         [*where.params, limit],
     )
     return [r[0] for r in cur.fetchall()]
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """One gray release of one agent seen in range: its runs per cohort."""
+
+    agent: str | None
+    release: str
+    stable: int
+    candidate: int
+
+
+def releases_seen(cur: duckdb.DuckDBPyConnection, filters: CommonFilters, release: str | None = None) -> list[ReleaseInfo]:
+    """Every (agent, release) with routed runs under `filters`, by agent then release name."""
+    where = runs_common_where(filters)
+    where.add("release_name IS NOT NULL")
+    if release is not None:
+        where.add("release_name = ?", release)
+    cur.execute(
+        "SELECT agent, release_name, count(*) FILTER (WHERE release_cohort = ?), "
+        "count(*) FILTER (WHERE release_cohort = ?) "
+        f"FROM runs WHERE {where.sql()} GROUP BY agent, release_name ORDER BY agent NULLS FIRST, release_name",
+        [_STABLE, _CANDIDATE, *where.params],
+    )
+    return [ReleaseInfo(r[0], r[1], int(r[2]), int(r[3])) for r in cur.fetchall()]
+
+
+def sample_cohort_runs(
+    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, release: str, limit: int = MAX_SAMPLE_RUNS
+) -> list[tuple[object, ...]]:
+    """The stable and candidate runs of `release` under `filters`, newest first: SAMPLE_COLUMNS and
+    then the cohort."""
+    where = runs_common_where(filters)
+    where.add("release_name = ?", release)
+    where.add("release_cohort IN (?, ?)", _STABLE, _CANDIDATE)
+    cur.execute(
+        f"SELECT {', '.join(SAMPLE_COLUMNS)}, release_cohort FROM runs WHERE {where.sql()} "
+        "ORDER BY start_time DESC NULLS LAST, trace_id LIMIT ?",
+        [*where.params, limit],
+    )
+    return cur.fetchall()

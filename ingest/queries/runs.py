@@ -74,6 +74,9 @@ RUN_COLUMNS = (
     "handoff_reason",
     "handoff_target",
     "task_id",
+    "release_name",
+    "release_cohort",
+    "release_primary_trace_id",
 )
 RUN_SELECT = ", ".join(RUN_COLUMNS)
 
@@ -93,6 +96,8 @@ class RunFilters(CommonFilters):
     eval_run_id: str | None = None
     eval_case_id: str | None = None
     task_id: str | None = None
+    release: str | None = None
+    cohort: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,10 @@ def runs_where(f: RunFilters) -> Where:
         where.add("eval_case_id = ?", f.eval_case_id)
     if f.task_id is not None:
         where.add("task_id = ?", f.task_id)
+    if f.release is not None:
+        where.add("release_name = ?", f.release)
+    if f.cohort is not None:
+        where.add("release_cohort = ?", f.cohort)
     if f.q:
         pattern = like_contains(f.q)
         where.add("name ILIKE ? ESCAPE '\\' OR agent ILIKE ? ESCAPE '\\'", pattern, pattern)

@@ -55,6 +55,7 @@ RUNS = View(
         "llm_calls", "tool_calls", "tool_errors", "error_spans", "input_tokens", "output_tokens", "cost_usd", "models",
         "failure_signature", "failure_evidence", "eval_run_id", "eval_case_id", "span_count", "agents",
         "handoff_reason", "handoff_target", "task_id",
+        "handoff_reason", "handoff_target", "release_name", "release_cohort", "release_primary_trace_id",
     ),
     "One row per agent run (the RUN of GET /api/runs; traces that only build an agent are not runs).",
     condition="is_run IS NOT FALSE",

@@ -53,6 +53,9 @@ from ingest.store.spool import Position
 from tracer.conventions import (
     EVAL_CASE_ID,
     EVAL_RUN_ID,
+    RELEASE_COHORT,
+    RELEASE_NAME,
+    RELEASE_PRIMARY_TRACE_ID,
     RUN_HANDOFF_REASON,
     RUN_HANDOFF_TARGET,
     TASK_ID,
@@ -167,6 +170,9 @@ roots AS (
         json_extract_string(attributes, $handoff_reason_path) AS r_handoff_reason,
         json_extract_string(attributes, $handoff_target_path) AS r_handoff_target,
         json_extract_string(attributes, $task_id_path) AS r_task_id,
+        json_extract_string(attributes, $release_name_path) AS r_release_name,
+        json_extract_string(attributes, $release_cohort_path) AS r_release_cohort,
+        json_extract_string(attributes, $release_primary_path) AS r_release_primary,
         json_extract_string(attributes, $declared_cost_path) IS NOT NULL AS r_declares_cost
     FROM new_spans
     WHERE operation IN ($agent, $workflow) OR parent_span_id IS NULL
@@ -247,6 +253,9 @@ m AS (
         CASE WHEN wins THEN b.r_handoff_reason ELSE o.handoff_reason END AS handoff_reason,
         CASE WHEN wins THEN b.r_handoff_target ELSE o.handoff_target END AS handoff_target,
         CASE WHEN wins THEN b.r_task_id ELSE o.task_id END AS task_id,
+        CASE WHEN wins THEN b.r_release_name ELSE o.release_name END AS release_name,
+        CASE WHEN wins THEN b.r_release_cohort ELSE o.release_cohort END AS release_cohort,
+        CASE WHEN wins THEN b.r_release_primary ELSE o.release_primary_trace_id END AS release_primary_trace_id,
         CASE WHEN wins THEN CASE WHEN b.r_stop_reason IS NOT NULL THEN $reported END ELSE o.stop_reason_source END
             AS stop_reason_source,
         o.failure_evidence AS failure_evidence,
@@ -313,6 +322,9 @@ _RUN_PARAMS = {
     "handoff_reason_path": f'$."{RUN_HANDOFF_REASON}"',
     "handoff_target_path": f'$."{RUN_HANDOFF_TARGET}"',
     "task_id_path": f'$."{TASK_ID}"',
+    "release_name_path": f'$."{RELEASE_NAME}"',
+    "release_cohort_path": f'$."{RELEASE_COHORT}"',
+    "release_primary_path": f'$."{RELEASE_PRIMARY_TRACE_ID}"',
     "declared_cost_path": f'$."{USAGE_COST_USD}"',
 }
 

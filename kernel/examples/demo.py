@@ -2,7 +2,8 @@
 
 Two shapes:
 - a history (`days` > 0, the default of `steplens demo`): the runs of the last `days` days with
-  a daily and weekly traffic shape and planted events (a gradual v2 release, a step-count creep,
+  a daily and weekly traffic shape and planted events (a gradual v2 release, partly as a gray
+  release sticky per user with v2 shadows, `kernel.examples.demo_release`; a step-count creep,
   a provider outage, a slower tool, eval and shadow runs), see `kernel.examples.history`. Each
   run really executes now; its spans are stamped at its planned start (`tracer.clock.shifted`);
   A history also gets its quality signals: a judge's and a reviewer's scores on its runs, with a
@@ -35,6 +36,7 @@ from kernel.examples import ticket
 from kernel.examples.catalog import AGENTS, build_agent
 from kernel.examples.demo_features import DemoFeatures, demo_features
 from kernel.examples.demo_queue import QueueResult, post_demo_queue
+from kernel.examples.demo_release import execute_released, route_rollout, shadow_plan
 from kernel.examples.demo_scores import FinishedRun, post_demo_scores
 from kernel.examples.faults import FaultRates
 from kernel.examples.history import AGENT_WEIGHTS, PlannedRun, Story, plan_history
@@ -222,21 +224,27 @@ async def run_workload(
     story: Story | None = None
     if days > 0:
         story, planned = plan_history(runs, days, seed, end)
+        planned = route_rollout(story, planned)  # ops v2's partial rollout as a gray release
     else:
         planned = assign_sessions([plan_run(seed, index, faults) for index in release_order(runs, seed, faults)], seed)
     plans = iter(planned)
 
     async def worker(features: DemoFeatures) -> None:
         for plan in plans:
-            result, injected = await execute(plan, latency_s, features)
-            groups[(plan.agent, plan.version)].add(result, injected)
-            modes[plan.mode] += 1
-            if result.trace_id:
-                trace_ids.append(result.trace_id)
-                finished.append(FinishedRun(plan.index, plan.agent, plan.version, plan.mode, plan.start, result.ok,
-                                            result.trace_id))
-            if callable(on_run):
-                on_run()
+            if plan.release is not None:
+                result, injected, shadows = await execute_released(plan, latency_s, features)
+            else:
+                (result, injected), shadows = await execute(plan, latency_s, features), []
+            done = [(plan, result, injected), *((shadow_plan(plan), s.result, Counter()) for s in shadows)]
+            for ran, outcome, faults in done:
+                groups[(ran.agent, ran.version)].add(outcome, faults)
+                modes[ran.mode] += 1
+                if outcome.trace_id:
+                    trace_ids.append(outcome.trace_id)
+                    finished.append(FinishedRun(ran.index, ran.agent, ran.version, ran.mode, ran.start, outcome.ok,
+                                                outcome.trace_id))
+                if callable(on_run):  # per run stored, mirrors included: the progress bar reaches `runs`
+                    on_run()
 
     async with demo_features(planned) as features:  # the MCP server, memory and hand-off of these runs
         await asyncio.gather(*(worker(features) for _ in range(max(1, min(concurrency, runs or 1)))))

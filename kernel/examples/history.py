@@ -17,8 +17,8 @@ the dates below are for the default 14 days):
 | day 6, 14:00-15:00 UTC | model-provider outage: 99% of LLM calls answer 429/529, and users retry (the hour gets extra runs) | a burst of `llm_unavailable` (Failures) |
 | day 8 onwards | the carrier API behind the ticket agent's `query_logistics` takes twice as long | per-tool latency (Tools) |
 | days 8-9, 09:00 | two evaluation batches of ops v2 (`steplens.run.mode` = eval) | eval runs |
-| days 9-10 | ops v2 runs in shadow next to live traffic (mode shadow) | shadow runs |
-| day 9 | ops v2 rolled out to 30% of ops traffic, from day 12 to all of it (v2 takes more steps) | release comparison, built-in alerts |
+| days 9-10 | ops v2 runs in shadow next to live traffic (mode shadow); most become mirrors of the gray release's live runs (`kernel.examples.demo_release`) | shadow runs |
+| day 9 | ops v2 rolled out to 30% of ops traffic, from day 12 to all of it (v2 takes more steps); until day 12 as the gray release `ops-v2`, sticky per user | release comparison, candidate vs stable, built-in alerts |
 | the last 7 days | the ticket agent's model repeats its previous tool call more and more often (one extra, loop-guarded step each) | step-count drift (CUSUM) |
 
 The planner agent has no planted change: it is the control that nothing should flag.
@@ -173,6 +173,8 @@ class PlannedRun:
     eval_run_id: str | None = None
     conversation_id: str | None = None  # the session it is a turn of (kernel.examples.sessions)
     user_id: str | None = None
+    release: str | None = None  # the gray release that routes it (kernel.examples.demo_release)
+    mirror: bool = False  # the release also runs it in shadow (standing for a planned shadow run)
 
 
 class _Slots:

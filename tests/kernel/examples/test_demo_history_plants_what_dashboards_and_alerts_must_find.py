@@ -207,3 +207,23 @@ def test_the_failed_runs_queue_holds_the_sampled_failures_with_two_reviewers_lab
     assert results["labelled_by"] == dict.fromkeys(REVIEWERS, labelled)
     correct = next(c for c in results["agreement"] if c["name"] == "correct")
     assert correct["runs_with_several_labels"] == labelled and 0.5 <= correct["percent_agreement"] <= 1.0
+
+
+def test_the_partial_rollout_is_a_gray_release_sticky_per_user_with_linked_shadows(history: History) -> None:
+    from kernel.examples.demo_release import RELEASE_NAME
+
+    routed = [r for r in history.runs if r["release_name"] == RELEASE_NAME and r["mode"] == "live"]
+    partial, full = history.story.rollout
+    assert routed and all(partial <= _when(r["start_time"]) < full for r in routed)
+    assert {(r["release_cohort"], r["version"]) for r in routed} == {("stable", "v1"), ("candidate", "v2")}
+    versions_of: dict[str, set[str]] = {}
+    for r in routed:
+        versions_of.setdefault(r["user_id"], set()).add(r["version"])
+    assert all(len(v) == 1 for v in versions_of.values()), versions_of  # a user never switches version
+    mirrors = [r for r in history.runs if r["release_cohort"] == "shadow"]
+    live_ids = {r["trace_id"] for r in routed}
+    assert mirrors and all(r["mode"] == "shadow" and r["version"] == "v2" for r in mirrors)
+    assert {r["release_primary_trace_id"] for r in mirrors} <= live_ids
+    report = history.get("/api/regressions", comparison="cohort", since="30d")
+    steps = [f for f in report["findings"] if f["release"] == RELEASE_NAME and f["metric"] == "steps"]
+    assert steps and steps[0]["current"]["n"] + steps[0]["baseline"]["n"] == len(routed)
