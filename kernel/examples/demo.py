@@ -230,8 +230,8 @@ async def run_workload(
                     trace_ids.append(outcome.trace_id)
                     finished.append(FinishedRun(ran.index, ran.agent, ran.version, ran.mode, ran.start, outcome.ok,
                                                 outcome.trace_id))
-            if callable(on_run):
-                on_run()
+                if callable(on_run):  # per run stored, mirrors included: the progress bar reaches `runs`
+                    on_run()
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, runs or 1)))))
     return DemoSummary(seed=seed, groups=groups, seconds=time.monotonic() - started, trace_ids=trace_ids,
