@@ -102,6 +102,13 @@ class Release:
     shadows_failed: int = field(default=0, init=False)
     _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # `share` is raised while the process serves traffic (release.share = 0.5): a bad value is
+        # refused there too, and the share in force stays, rather than routing by a broken number.
+        if name in ("share", "shadow_share"):
+            value = _fraction(name, value)
+        super().__setattr__(name, value)
+
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("a release needs a name: it salts the hash and names the cohorts in the traces")
