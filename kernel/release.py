@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -80,6 +81,9 @@ class Release:
     key falls within `shadow_share`, in the background, side effects recorded not executed, its
     result kept in `shadows` and never returned; at most `max_pending_shadows` wait at once (beyond
     that a mirror is skipped and counted in `shadows_skipped`, so shadows never pile up in memory).
+    Of the finished shadows only the newest `keep_shadows` are kept in `shadows` (a long-lived
+    process would otherwise hold every shadow's result forever; the traces hold them all), while
+    `shadows_finished` and `shadows_failed` count every one.
     """
 
     name: str
@@ -91,9 +95,19 @@ class Release:
     shadow: Runnable | None = None
     shadow_share: float = 1.0
     max_pending_shadows: int = 64
-    shadows: list[ShadowRun] = field(default_factory=list, init=False)
+    keep_shadows: int = 256
+    shadows: deque[ShadowRun] = field(default_factory=deque, init=False)
     shadows_skipped: int = field(default=0, init=False)
+    shadows_finished: int = field(default=0, init=False)
+    shadows_failed: int = field(default=0, init=False)
     _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # `share` is raised while the process serves traffic (release.share = 0.5): a bad value is
+        # refused there too, and the share in force stays, rather than routing by a broken number.
+        if name in ("share", "shadow_share"):
+            value = _fraction(name, value)
+        super().__setattr__(name, value)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -111,6 +125,9 @@ class Release:
         self.overrides = {str(k): _cohort(v) for k, v in self.overrides.items()}
         if self.max_pending_shadows < 1:
             raise ValueError("max_pending_shadows must be >= 1")
+        if self.keep_shadows < 0:
+            raise ValueError("keep_shadows must be >= 0 (0 keeps no finished shadow; their traces remain)")
+        self.shadows = deque(maxlen=self.keep_shadows)
 
     # ---- routing (pure) ---------------------------------------------------------------------
 
@@ -180,11 +197,14 @@ class Release:
             with shadow_scope() as blocked, telemetry.release_tag(tag), telemetry.run_labels(mode=RunMode.SHADOW):
                 result = await self.shadow.run(task, conversation_id=conversation_id, user_id=user_id)
             self.shadows.append(ShadowRun(primary_trace_id, result, list(blocked.calls)))
+            self.shadows_finished += 1
         except Exception:  # a shadow is an experiment: its failure never reaches the user
+            self.shadows_failed += 1
             log.warning("release %s: the shadow run failed", self.name, exc_info=True)
 
     async def drain(self, timeout_s: float | None = None) -> list[ShadowRun]:
-        """Wait for the pending shadow runs (before shutdown, in tests); returns every finished one."""
+        """Wait for the pending shadow runs (before shutdown, in tests); returns the finished ones
+        kept (the newest `keep_shadows`)."""
         pending = list(self._pending)
         if pending:
             await asyncio.wait(pending, timeout=timeout_s)
