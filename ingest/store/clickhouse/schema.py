@@ -124,7 +124,8 @@ RUNS = Table(
         "root_kind str?, span_start ts?, span_end ts?, last_error_rank i32?, last_error_at ts?, "
         "last_error_span_id str?, last_error_kind str?, last_error_tool str?, last_error_type str?, "
         "last_error_template str?, stop_reason_source str?, failure_evidence str?, agents json?, is_run bool?, "
-        "handoff_reason str?, handoff_target str?, revision u64"
+        "handoff_reason str?, handoff_target str?, task_id str?, release_name str?, release_cohort str?, "
+        "release_primary_trace_id str?, revision u64"
     ),
     order_by=("project", "trace_id"),
     version="revision",
@@ -242,7 +243,9 @@ PLAN_SPANS = Table(
         "project str, trace_id str, span_id str, operation str, start_time ts, end_time ts, status str, "
         "error_type str?, plan_version i32?, plan_steps i32?, granularity str?, cause str?, failed_step str?, "
         "verdict str?, from_version i32?, to_version i32?, reexecution_cost_usd f64?, llm_calls i64, "
-        f"input_tokens i64, output_tokens i64, llm_cost_usd f64?, {_DERIVED}"
+        "input_tokens i64, output_tokens i64, llm_cost_usd f64?, route_rule str?, route_escalated bool?, "
+        "escalation_reset bool?, lessons strs, variables_clean i32?, variables_stale i32?, variables_void i32?, "
+        f"kept strs, dropped strs, added strs, tool_calls i32?, budget_used_tokens i64?, refusal str?, {_DERIVED}"
     ),
     order_by=("project", "trace_id", "span_id"),
     version="revision",

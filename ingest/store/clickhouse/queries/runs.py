@@ -48,6 +48,12 @@ def runs_where(f: RunFilters) -> Where:
         where.add("eval_run_id = ?", f.eval_run_id)
     if f.eval_case_id is not None:
         where.add("eval_case_id = ?", f.eval_case_id)
+    if f.task_id is not None:
+        where.add("task_id = ?", f.task_id)
+    if f.release is not None:
+        where.add("release_name = ?", f.release)
+    if f.cohort is not None:
+        where.add("release_cohort = ?", f.cohort)
     if f.q:
         pattern = like_contains(f.q)  # ClickHouse's LIKE escapes with a backslash by default
         where.add("name ILIKE ? OR agent ILIKE ?", pattern, pattern)
