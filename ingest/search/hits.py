@@ -1,4 +1,5 @@
-"""`search("...")` inside a filter: the index's hits handed to DuckDB as a registered Arrow table.
+"""`search("...")` inside a filter: the index's hits handed to DuckDB as a registered Arrow table
+(to ClickHouse, which has no per-connection tables, as array parameters of the hits' keys).
 
 Why a registered table and not an IN list of parameters: a term can match thousands of spans, and a
 table joins in one hash join; the hits never become SQL text. The hits are the MAX_FILTER_HITS
@@ -35,14 +36,17 @@ class HitTables:
         if not hits:
             return None
         self.truncated = self.truncated or len(hits) >= MAX_FILTER_HITS
+        first, last = min(h.start_time for h in hits), max(h.start_time for h in hits)
+        keys = ([h.project for h in hits], [h.trace_id for h in hits], [h.span_id for h in hits])
+        if not hasattr(self.cur, "register"):  # ClickHouse: the keys travel as array parameters
+            return SearchHits("", first, last, keys)
         name = f"search_hits_{len(self.names)}"
         table = pa.table({
-            "project": [h.project for h in hits], "trace_id": [h.trace_id for h in hits],
-            "span_id": [h.span_id for h in hits], "start_time": [h.start_time for h in hits],
+            "project": keys[0], "trace_id": keys[1], "span_id": keys[2], "start_time": [h.start_time for h in hits],
         })  # fmt: skip
         self.cur.register(name, table)
         self.names.append(name)
-        return SearchHits(name, min(h.start_time for h in hits), max(h.start_time for h in hits))
+        return SearchHits(name, first, last)
 
     def close(self) -> None:
         for name in self.names:
