@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter, RunSpec
 
 KEY_A, KEY_B, KEY_ADMIN, KEY_INGEST = "key-a-0123456789", "key-b-0123456789", "key-admin-012345", "key-i-0123456789"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_project_isolation(make_server, monkeypatch):
     monkeypatch.setenv("H8_KEY_A", KEY_A)
     server = make_server(

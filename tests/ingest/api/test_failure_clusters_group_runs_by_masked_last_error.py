@@ -15,6 +15,7 @@ import pytest
 
 from ingest.normalize.error_template import message_template
 from tests.ingest.api.analytics_runs import Chat, Run, RunEmitter, Step, Tool
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0
 from tracer.conventions import StopReason
 
@@ -81,6 +82,7 @@ def loaded(server):
     return runs, late, foreign
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_clusters_counts_and_signatures(server, loaded):
     runs, late, foreign = loaded
     r = server.get("/api/failures", since="2025-03-01T11:00:00Z", until="2025-03-01T13:00:00Z")
@@ -118,6 +120,7 @@ def test_clusters_counts_and_signatures(server, loaded):
     assert foreign_cluster["stop_reason"] == "tool_error_exhausted" and foreign_cluster["tool"] == "db_query"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_failure_signature_is_on_the_run_and_filters_apply(server, loaded):
     runs, late, _ = loaded
     run = server.get(f"/api/traces/{late.trace_id}").json()["run"]

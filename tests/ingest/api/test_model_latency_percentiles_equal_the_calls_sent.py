@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import set_span_in_context
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tracer import conventions as c
 
 T0 = 1_764_000_000_000_000_000
@@ -74,6 +75,7 @@ def loaded(make_server):
     return server, durations, ttfcs
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_percentiles_per_model(loaded):
     server, durations, ttfcs = loaded
     r = server.get("/api/models", key=KEY_A)
@@ -92,6 +94,7 @@ def test_percentiles_per_model(loaded):
     assert sonnet["duration_p50_ms"] == pytest.approx(1000)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_run_filters_select_the_calls(loaded):
     server, _, _ = loaded
     only = server.get("/api/models", key=KEY_A, agent="slow").json()["models"]

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ingest.api.overview import choose_bucket
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
 from tracer.conventions import StopReason
 
@@ -21,6 +22,7 @@ def _quantile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_overview_over_six_hours(server):
     emitter = Emitter()
     reasons = [StopReason.FINISH, StopReason.FINISH, StopReason.MAX_STEPS, StopReason.FINISH, StopReason.TIMEOUT]
@@ -74,6 +76,7 @@ def test_overview_over_six_hours(server):
     assert empty["runs"] == 0 and empty["success_rate"] is None and empty["p50_duration_ms"] is None
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_filters_apply_and_empty_ranges_are_zero_not_errors(server):
     emitter = Emitter()
     emitter.run(RunSpec(start=T0, agent="a1"))

@@ -6,15 +6,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.ingest.api.harness import start_server, stop_server
+from tests.ingest.api.harness import BACKENDS, start_server, stop_server
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
 from tracer.conventions import StopReason
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(tmp_path_factory, request):
     """One server for the module (read-only tests): runs of two services/environments."""
-    server, stack, thread = start_server(tmp_path_factory.mktemp("filters"), [], 10.0)
+    server, stack, thread = start_server(tmp_path_factory.mktemp("filters"), [], 10.0, request.param)
     prod, staging = Emitter(environment="prod"), Emitter(service="other", environment="staging")
     now = datetime.now(UTC)
     specs = {

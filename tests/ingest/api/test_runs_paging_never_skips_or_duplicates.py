@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
 
 SORTS = ["start_time", "duration_ms", "cost_usd", "steps", "input_tokens"]
@@ -51,6 +52,7 @@ def _page_all(server, **params):
 
 
 @pytest.mark.parametrize("order", ["desc", "asc"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_every_sort_pages_through_all_runs_once_in_order(loaded, order):
     server, specs = loaded
     expected_ids = {s.trace_id for s in specs}
@@ -64,6 +66,7 @@ def test_every_sort_pages_through_all_runs_once_in_order(loaded, order):
         assert values == sorted(values, reverse=order == "desc"), f"{sort} {order}: out of order"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_default_is_newest_first_with_limit_50(loaded):
     server, specs = loaded
     body = server.get("/api/runs").json()
@@ -73,6 +76,7 @@ def test_default_is_newest_first_with_limit_50(loaded):
     assert len(body["runs"]) == len(specs)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_last_full_page_has_no_next_cursor(loaded):
     server, specs = loaded
     first = server.get("/api/runs", limit=20).json()
@@ -82,6 +86,7 @@ def test_last_full_page_has_no_next_cursor(loaded):
     assert len(exact["runs"]) == len(specs) and exact["next"] is None
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_cursor_survives_new_runs_arriving_between_pages(server):
     emitter = Emitter()
     old = [emitter.run(RunSpec(start=T0 + timedelta(minutes=i))) for i in range(6)]
@@ -95,6 +100,7 @@ def test_cursor_survives_new_runs_arriving_between_pages(server):
     assert not {s.trace_id for s in newer} & set(got)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_cursor_is_refused_for_another_sort_or_when_tampered(loaded):
     server, _ = loaded
     cursor = server.get("/api/runs", limit=2).json()["next"]

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter, RunSpec
 from tracer import conventions as c
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_spans_come_parents_first_siblings_by_start_with_depth_and_children(server):
     emitter = Emitter()
     spec = emitter.run(RunSpec(steps=2, failing_tools=1))
@@ -49,6 +53,7 @@ def test_spans_come_parents_first_siblings_by_start_with_depth_and_children(serv
     assert all(s["start_time"].endswith("Z") for s in spans)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_orphans_and_parent_cycles_are_shown_once_never_hidden(server):
     emitter = Emitter()
     spec = emitter.run(RunSpec(steps=2))
@@ -68,6 +73,7 @@ def test_orphans_and_parent_cycles_are_shown_once_never_hidden(server):
     assert len(roots) == 3  # plus one entry point into the cycle
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_unknown_trace_is_404_and_malformed_id_is_400(server):
     emitter = Emitter()
     emitter.run(RunSpec())
@@ -80,6 +86,7 @@ def test_unknown_trace_is_404_and_malformed_id_is_400(server):
         assert "32 hexadecimal" in r.json()["detail"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_uppercase_trace_id_finds_the_trace(server):
     emitter = Emitter()
     spec = emitter.run(RunSpec())
