@@ -47,6 +47,7 @@ SearchResolver = Callable[[str], SearchHits | None]
 class Sql:
     sql: str
     params: list[object]
+    dialect: DialectName = "duckdb"  # the store whose SQL this is (a query refuses the other's)
 
 
 class _Compiler:
@@ -289,7 +290,8 @@ def span_predicate(
     leaves out the cheap necessary conditions ahead of each attribute's JSON test (same rows, slower):
     the reference the benchmark and the tests compare with. `dialect`: the SQL of which store
     (`queries_of(store).backend`), the same meaning in both."""
-    return _Compiler(text, resolve, prefilter, dialect).span(node, alias)
+    out = _Compiler(text, resolve, prefilter, dialect).span(node, alias)
+    return Sql(out.sql, out.params, dialect)
 
 
 def run_predicate(
@@ -298,4 +300,5 @@ def run_predicate(
 ) -> Sql:
     """SQL over the `runs` table (referenced as `runs`) matching the filter. `span_since` bounds the spans
     a span-level term reads (a run's spans start after it does), letting zone maps skip older ones."""
-    return _Compiler(text, resolve, dialect=dialect).run(node, span_since)
+    out = _Compiler(text, resolve, dialect=dialect).run(node, span_since)
+    return Sql(out.sql, out.params, dialect)
