@@ -405,6 +405,7 @@ def query_routers(settings: Settings, store: object) -> list[tuple[str, APIRoute
         return [
             ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
             ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
+            ("/api", build_sql_router(store, settings)),  # the checked query rendered in its SQL
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
         ]
     # The alerts router's lifespan runs the alert evaluator while the HTTP server is up.
