@@ -183,4 +183,6 @@ def prepare(
         params.extend(cte_params)
     head = f"WITH {', '.join(ctes)} " if ctes else ""
     sql = f"{head}SELECT * FROM ({inner}) AS {QUERY_ALIAS} LIMIT {int(max_rows) + 1}"
+    if dialect == "clickhouse":
+        sql += clickhouse.SETTINGS
     return Prepared(sql, params, tuple(v.name for v in used), dialect)

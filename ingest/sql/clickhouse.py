@@ -21,6 +21,11 @@ from ingest.sql.views import View
 _CONDITIONS = {"TRUE": "TRUE", "is_run IS NOT FALSE": "ifNull(is_run, true)"}
 
 
+# A name means the column before a SELECT alias of the same name, as in DuckDB (`SELECT 'x' AS
+# project ... WHERE project = ...` compares the column on both stores).
+SETTINGS = " SETTINGS prefer_column_name_to_alias = 1"
+
+
 class NotRenderable(ValueError):
     """The accepted query has no ClickHouse form sqlglot can write (a 400 naming it)."""
 

@@ -2,12 +2,13 @@
 
 Why a whole answer and not a stream: the ClickHouse cursor returns an Arrow table (chDB and the HTTP
 transport both do), cut at the prepared query's `max_rows + 1` rows by its LIMIT; it is then
-streamed out batch by batch under the same row and byte limits as on DuckDB. The time limit is the
-cursor's `max_execution_time` (the store's `query_timeout_s`, which caps `sql_timeout_s`).
+streamed out batch by batch under the same row and byte limits as on DuckDB. The time limit is
+`sql_timeout_s` as the statement's `max_execution_time` (whole seconds).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -38,7 +39,10 @@ def start(
         stack.callback(on_close)
     try:
         cursor = stack.enter_context(store.read())
-        table: pa.Table = cursor.execute(prepared.sql, prepared.params).fetch_arrow_table()
+        # sql_timeout_s (whole seconds, at least 1) as the statement's own limit, under the cursor's
+        limit_s = max(1, math.ceil(limits.timeout_s))
+        sql = f"{prepared.sql}, max_execution_time = {limit_s}, timeout_overflow_mode = 'throw'"
+        table: pa.Table = cursor.execute(sql, prepared.params).fetch_arrow_table()
     except TimeoutError as exc:  # the cursor's time limit (ClickHouseQueryTimeout)
         stack.close()
         raise SqlTimeout() from exc
