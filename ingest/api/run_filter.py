@@ -19,13 +19,16 @@ from ingest.search.hits import HitTables
 @contextmanager
 def run_filter_sql(
     cur: Any, index: Any, node: Any, text: str | None, projects: frozenset[str] | None, since: datetime | None,
-    dialect: DialectName = "duckdb",
+    dialect: DialectName | None = None,
 ) -> Iterator[Sql | None]:
     """The compiled predicate (None without a filter) while the read that uses it runs on `cur`.
 
     A run's spans start after it does, so the spans a span-level term reads are bounded by the run
     range's start (with the clock-skew slack), letting zone maps skip older row groups. `dialect`:
-    the store the read runs on (`queries_of(store).backend`)."""
+    the store the read runs on (`queries_of(store).backend`); None: told by the cursor (DuckDB's
+    registers Arrow tables, ClickHouse's has no such call)."""
+    if dialect is None:
+        dialect = "duckdb" if hasattr(cur, "register") else "clickhouse"
     if node is None:
         yield None
         return
