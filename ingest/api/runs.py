@@ -70,7 +70,9 @@ def add_runs_routes(
         def read(cur: Any) -> RunsPageRows:
             hits = HitTables(cur, index, filters.projects, span_since, None)
             try:
-                extra = None if node is None else run_predicate(node, params.filter or "", hits, span_since)
+                extra = None if node is None else run_predicate(
+                    node, params.filter or "", hits, span_since, dialect=queries_of(store).backend
+                )
                 page = queries_of(store).runs.list_runs(
                     cur, filters, sort=params.sort, order=params.order, limit=params.limit, after=after, extra=extra
                 )

@@ -131,7 +131,9 @@ def add_search_routes(
         def read(cur: Any) -> tuple[dict, IndexStatus]:
             tables = HitTables(cur, index, projects, params.since, params.until)
             try:
-                predicate = None if node is None else span_predicate(node, params.filter or "", "s", tables)
+                predicate = None if node is None else span_predicate(
+                    node, params.filter or "", "s", tables, dialect=queries_of(store).backend
+                )
                 return queries_of(store).search.span_facts(cur, hits, predicate), index_status(store, cur, projects)
             finally:
                 tables.close()

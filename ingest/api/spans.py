@@ -139,7 +139,9 @@ def add_span_routes(
         def read(cur: Any) -> tuple[Any, bool]:
             hits = HitTables(cur, index, projects, params.since, params.until)
             try:
-                predicate = None if node is None else span_predicate(node, params.filter or "", "s", hits)
+                predicate = None if node is None else span_predicate(
+                    node, params.filter or "", "s", hits, dialect=queries_of(store).backend
+                )
                 page = queries_of(store).spans.list_spans(cur, projects, params.since, params.until, predicate, params.limit, after)
             finally:
                 hits.close()

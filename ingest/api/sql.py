@@ -22,11 +22,13 @@ from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import run_read
 from ingest.config import Settings
 from ingest.sql.check import Refused, prepare
+from ingest.sql.clickhouse import duckdb_type
 from ingest.sql.encode import MEDIA_TYPES, encoder_for
 from ingest.sql.examples import EXAMPLES
 from ingest.sql.functions import ALLOWED_FUNCTIONS
 from ingest.sql.run import SqlFailed, SqlLimits, SqlTimeout, Started, StoreUnavailable, start
 from ingest.sql.views import VIEWS
+from ingest.store.backend import queries_of
 
 Format = Literal["json", "csv", "arrow"]
 _ACCEPT = (("application/vnd.apache.arrow.stream", "arrow"), ("text/csv", "csv"), ("application/json", "json"))
@@ -110,9 +112,14 @@ class SqlCatalog(BaseModel):
 def _describe(cursor: Any) -> list[ViewInfo]:
     out = []
     for view in VIEWS:
-        prepared = prepare(f"SELECT * FROM {view.name}", frozenset(), 0, 1 << 20)
-        relation = cursor.sql(prepared.sql, params=prepared.params)
-        columns = [ViewColumn(name=n, type=str(t)) for n, t in zip(relation.columns, relation.types, strict=True)]
+        if not hasattr(cursor, "sql"):  # ClickHouse: the column types of an empty answer
+            prepared = prepare(f"SELECT * FROM {view.name}", frozenset(), 0, 1 << 20, dialect="clickhouse")
+            schema = cursor.execute(prepared.sql, prepared.params).fetch_arrow_table().schema
+            columns = [ViewColumn(name=f.name, type=duckdb_type(f.name, f.type)) for f in schema]
+        else:
+            prepared = prepare(f"SELECT * FROM {view.name}", frozenset(), 0, 1 << 20)
+            relation = cursor.sql(prepared.sql, params=prepared.params)
+            columns = [ViewColumn(name=n, type=str(t)) for n, t in zip(relation.columns, relation.types, strict=True)]
         out.append(ViewInfo(name=view.name, doc=view.doc, columns=columns))
     return out
 
@@ -154,7 +161,8 @@ def build_sql_router(store: Any, settings: Settings, read_access: Callable[..., 
         query_limits = SqlLimits(limits.timeout_s, max_rows, limits.max_result_bytes, limits.max_query_bytes)
         try:
             prepared = await run_in_threadpool(
-                prepare, body.sql, access.narrow(body.project), max_rows, limits.max_query_bytes
+                prepare, body.sql, access.narrow(body.project), max_rows, limits.max_query_bytes, None,
+                queries_of(store).backend,
             )
         except Refused as exc:
             raise HTTPException(400, f"SQL refused: {exc}") from None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ingest.filters import ast
+from ingest.filters.dialect import DIALECTS, DialectName
 from ingest.filters.fields import PROMOTED_ATTRIBUTES, RUN_COLUMNS, SPAN_COLUMNS, Kind
 from ingest.filters.parse import FilterError
 from ingest.filters.prefilter import raw_needle, raw_pattern
@@ -34,6 +35,8 @@ class SearchHits:
     table: str
     first: datetime
     last: datetime
+    # (projects, trace ids, span ids) of the hits, for a backend without registered tables (ClickHouse)
+    keys: tuple[list[str], list[str], list[str]] | None = None
 
 
 # `search("text")` → its hits, or None when nothing matched (the term is then FALSE).
@@ -44,19 +47,17 @@ SearchResolver = Callable[[str], SearchHits | None]
 class Sql:
     sql: str
     params: list[object]
-
-
-def _pointer(key: str) -> str:
-    """The attribute's JSON pointer: keys are flat (`gen_ai.tool.name` is one key), so `/` and `~`
-    inside a key are escaped per RFC 6901 and a dotted key is never read as a path."""
-    return "/" + key.replace("~", "~0").replace("/", "~1")
+    dialect: DialectName = "duckdb"  # the store whose SQL this is (a query refuses the other's)
 
 
 class _Compiler:
-    def __init__(self, text: str, resolve: SearchResolver | None, prefilter: bool = True) -> None:
+    def __init__(
+        self, text: str, resolve: SearchResolver | None, prefilter: bool = True, dialect: DialectName = "duckdb"
+    ) -> None:
         self.text = text
         self.resolve = resolve
         self.prefilter = prefilter
+        self.d = DIALECTS[dialect]
 
     def error(self, message: str, pos: ast.Pos) -> FilterError:
         return FilterError(message, self.text, pos.line, pos.column)
@@ -88,11 +89,8 @@ class _Compiler:
         hits = self.resolve(node.text)
         if hits is None:
             return Sql("FALSE", [])
-        return Sql(
-            f"{alias}.start_time BETWEEN ? AND ? AND EXISTS (SELECT 1 FROM {hits.table} h WHERE h.project = "
-            f"{alias}.project AND h.trace_id = {alias}.trace_id AND h.span_id = {alias}.span_id)",
-            [hits.first, hits.last],
-        )
+        member, params = self.d.span_in_hits(alias, hits)
+        return Sql(f"{alias}.start_time BETWEEN ? AND ? AND {member}", [hits.first, hits.last, *params])
 
     def attribute_term(self, node: ast.Term, alias: str) -> Sql:
         """The exact JSON test, behind the raw-text pre-filter of ingest/filters/prefilter.py."""
@@ -116,35 +114,35 @@ class _Compiler:
         # strings); any other term (numbers, !=, <, exists) still needs the key to be present.
         wanted: list[str | None] = [str(t) for t in texts] if strings else [None]
         pairs = sorted({(raw_needle(field.key, t), raw_pattern(field.key, t)) for t in wanted}, key=str)
-        raw = f"{alias}.attributes::VARCHAR"
+        raw = self.d.raw_text(f"{alias}.attributes")
         if any(pattern is None for _, pattern in pairs):
             return exact
         if isinstance(node, ast.Contains):  # case-insensitive like the exact test: no contains() needle
-            pre = Sql(f"{raw} ILIKE ? ESCAPE '\\'", [pairs[0][1]])
+            pre = Sql(self.d.ilike(raw), [pairs[0][1]])
         else:
-            pre = Sql(" OR ".join(f"(contains({raw}, ?) AND {raw} LIKE ? ESCAPE '\\')" for _ in pairs),
+            pre = Sql(" OR ".join(f"({self.d.has_substring(raw)} AND {self.d.like(raw)})" for _ in pairs),
                       [x for pair in pairs for x in pair])
         return Sql(f"({pre.sql}) AND ({exact.sql})", [*pre.params, *exact.params])
 
     def exact_attribute_term(self, node: ast.Term, alias: str) -> Sql:
         field = node.field
         assert isinstance(field, ast.Attribute)
-        path = _pointer(field.key)
-        text = f"json_extract_string({alias}.attributes, ?)"
+        attributes = f"{alias}.attributes"
         if isinstance(node, ast.Exists):
-            return Sql(f"json_extract({alias}.attributes, ?) IS NOT NULL", [path])
+            return Sql(*self.d.attribute_exists(attributes, field.key))
+        text, path = self.d.attribute_text(attributes, field.key)
         if isinstance(node, ast.Contains):
-            return Sql(f"{text} ILIKE ? ESCAPE '\\'", [path, _like(self.string(node.value))])
+            return Sql(self.d.ilike(text), [*path, _like(self.string(node.value))])
         values = node.values if isinstance(node, ast.In) else (node.value,)
         kind = self.literal_kind(values)
-        expr = {Kind.NUMBER: f"TRY_CAST({text} AS DOUBLE)", Kind.BOOL: f"TRY_CAST({text} AS BOOLEAN)"}.get(kind, text)
+        expr = {Kind.NUMBER: self.d.to_number(text), Kind.BOOL: self.d.to_bool(text)}.get(kind, text)
         if isinstance(node, ast.In):
             marks = ", ".join("?" for _ in values)
-            return Sql(f"{expr} IN ({marks})", [path, *(v.value for v in values)])
+            return Sql(f"{expr} IN ({marks})", [*path, *(v.value for v in values)])
         assert isinstance(node, ast.Compare)
         if kind is Kind.BOOL and node.op in _ORDERING:
             raise self.error(f"true/false compare with = or !=, not {node.op}", node.value.pos)
-        return Sql(f"{expr} {_SQL_OPS[node.op]} ?", [path, node.value.value])
+        return Sql(f"{expr} {_SQL_OPS[node.op]} ?", [*path, node.value.value])
 
     def literal_kind(self, values: tuple[ast.Literal, ...]) -> Kind:
         """Numbers compare as numbers, strings as text, true/false as booleans; a list must be of one kind."""
@@ -160,19 +158,19 @@ class _Compiler:
         if isinstance(node, ast.Contains):
             value = self.string(node.value)
             if kind is Kind.LIST:
-                return Sql(f"array_to_string({expr}, chr(10)) ILIKE ? ESCAPE '\\'", [_like(value)])
+                return Sql(self.d.ilike(self.d.list_text(expr)), [_like(value)])
             if kind is not Kind.TEXT:
                 raise self.error(f"{name} is a {kind.value} column: `contains` needs a text column", node.value.pos)
-            return Sql(f"{expr} ILIKE ? ESCAPE '\\'", [_like(value)])
+            return Sql(self.d.ilike(expr), [_like(value)])
         values = node.values if isinstance(node, ast.In) else (node.value,)
         params = [self.typed(v, kind, name) for v in values]
         if kind is Kind.LIST:
             if isinstance(node, ast.In):
-                return Sql(" OR ".join(f"list_contains({expr}, ?)" for _ in params), params)
+                return Sql(" OR ".join(self.d.list_has(expr) for _ in params), params)
             if node.op not in {"=", "!="}:
                 raise self.error(f"{name} is a list: compare it with = or !=", node.value.pos)
             negate = "NOT " if node.op == "!=" else ""
-            return Sql(f"{negate}coalesce(list_contains({expr}, ?), FALSE)", params)
+            return Sql(f"{negate}coalesce({self.d.list_has(expr)}, FALSE)", params)
         if isinstance(node, ast.In):
             return Sql(f"{expr} IN ({', '.join('?' for _ in params)})", params)
         if kind is Kind.BOOL and node.op in _ORDERING:
@@ -217,11 +215,7 @@ class _Compiler:
             bound, params = "", []
             if span_since is not None:
                 bound, params = " AND s.start_time >= ?", [span_since]
-            return Sql(
-                "EXISTS (SELECT 1 FROM spans s WHERE s.project = runs.project AND s.trace_id = runs.trace_id"
-                f"{bound} AND ({inner.sql}))",
-                [*params, *inner.params],
-            )
+            return Sql(self.d.run_has_span(bound, inner.sql), [*params, *inner.params])
         if isinstance(node, ast.And | ast.Or):
             parts = [self.run(item, span_since) for item in node.items]
             joiner = " AND " if isinstance(node, ast.And) else " OR "
@@ -289,17 +283,22 @@ def _like(value: str) -> str:
 
 
 def span_predicate(
-    node: ast.Node, text: str, alias: str = "s", resolve: SearchResolver | None = None, prefilter: bool = True
+    node: ast.Node, text: str, alias: str = "s", resolve: SearchResolver | None = None, prefilter: bool = True,
+    dialect: DialectName = "duckdb",
 ) -> Sql:
     """SQL over spans row `alias` (a module constant of the caller) matching the filter. `prefilter=False`
     leaves out the cheap necessary conditions ahead of each attribute's JSON test (same rows, slower):
-    the reference the benchmark and the tests compare with."""
-    return _Compiler(text, resolve, prefilter).span(node, alias)
+    the reference the benchmark and the tests compare with. `dialect`: the SQL of which store
+    (`queries_of(store).backend`), the same meaning in both."""
+    out = _Compiler(text, resolve, prefilter, dialect).span(node, alias)
+    return Sql(out.sql, out.params, dialect)
 
 
 def run_predicate(
-    node: ast.Node, text: str, resolve: SearchResolver | None = None, span_since: datetime | None = None
+    node: ast.Node, text: str, resolve: SearchResolver | None = None, span_since: datetime | None = None,
+    dialect: DialectName = "duckdb",
 ) -> Sql:
     """SQL over the `runs` table (referenced as `runs`) matching the filter. `span_since` bounds the spans
     a span-level term reads (a run's spans start after it does), letting zone maps skip older ones."""
-    return _Compiler(text, resolve).run(node, span_since)
+    out = _Compiler(text, resolve, dialect=dialect).run(node, span_since)
+    return Sql(out.sql, out.params, dialect)

@@ -1,4 +1,5 @@
-"""`search("...")` inside a filter: the index's hits handed to DuckDB as a registered Arrow table.
+"""`search("...")` inside a filter: the index's hits handed to DuckDB as a registered Arrow table
+(to ClickHouse, which has no per-connection tables, as array parameters of the hits' keys).
 
 Why a registered table and not an IN list of parameters: a term can match thousands of spans, and a
 table joins in one hash join; the hits never become SQL text. The hits are the MAX_FILTER_HITS
@@ -13,6 +14,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from ingest.errors import NotAvailable
 from ingest.filters.compile import SearchHits
 from ingest.search.index import SearchIndex
 
@@ -31,18 +33,28 @@ class HitTables:
         self.truncated = False  # some term had more matches than MAX_FILTER_HITS
 
     def __call__(self, text: str) -> SearchHits | None:
+        if not hasattr(self.cur, "register"):
+            # the index is fed inside DuckDB's load transaction (ingest/search/pending.py); the
+            # ClickHouse writer does not feed it, so its answer would be silently empty
+            raise NotAvailable(
+                "search() is not available on the clickhouse store yet: the search index is fed by the "
+                "duckdb store only; filter without search() or use store=duckdb"
+            )
         hits = self.index.search(text, self.projects, self.since, self.until, limit=MAX_FILTER_HITS, snippets=False)
         if not hits:
             return None
         self.truncated = self.truncated or len(hits) >= MAX_FILTER_HITS
+        first, last = min(h.start_time for h in hits), max(h.start_time for h in hits)
+        keys = ([h.project for h in hits], [h.trace_id for h in hits], [h.span_id for h in hits])
+        if not hasattr(self.cur, "register"):  # ClickHouse: the keys would travel as array parameters
+            return SearchHits("", first, last, keys)
         name = f"search_hits_{len(self.names)}"
         table = pa.table({
-            "project": [h.project for h in hits], "trace_id": [h.trace_id for h in hits],
-            "span_id": [h.span_id for h in hits], "start_time": [h.start_time for h in hits],
+            "project": keys[0], "trace_id": keys[1], "span_id": keys[2], "start_time": [h.start_time for h in hits],
         })  # fmt: skip
         self.cur.register(name, table)
         self.names.append(name)
-        return SearchHits(name, min(h.start_time for h in hits), max(h.start_time for h in hits))
+        return SearchHits(name, first, last)
 
     def close(self) -> None:
         for name in self.names:

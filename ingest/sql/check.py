@@ -37,6 +37,7 @@ class Prepared:
     sql: str
     params: list[object]
     views: tuple[str, ...]  # the views it reads, in the order of `VIEWS`
+    dialect: str = "duckdb"  # the store it is written for (ingest/sql/clickhouse.py renders ClickHouse's)
 
 
 # Statements and clauses that write, change settings, reach files or other databases. Only a query
@@ -150,6 +151,7 @@ def prepare(
     max_rows: int,
     max_query_bytes: int,
     views: dict[str, View] | None = None,
+    dialect: str = "duckdb",
 ) -> Prepared:
     """Check `text` and build what runs. `projects`: the caller's readable projects (None: all).
 
@@ -162,15 +164,25 @@ def prepare(
     statement = _parse(text)
     _check_nodes(statement, views)
     used = _rewrite_tables(statement, views)
-    try:
-        inner = statement.sql(dialect="duckdb", comments=False)
-    except SqlglotError as exc:
-        raise Refused(f"the query cannot be rendered for DuckDB: {exc}") from None
+    if dialect == "clickhouse":
+        from ingest.sql import clickhouse
+
+        try:
+            inner = clickhouse.render(statement)
+        except clickhouse.NotRenderable as exc:
+            raise Refused(str(exc)) from None
+    else:
+        try:
+            inner = statement.sql(dialect="duckdb", comments=False)
+        except SqlglotError as exc:
+            raise Refused(f"the query cannot be rendered for DuckDB: {exc}") from None
     ctes, params = [], []
     for view in used:
-        cte_sql, cte_params = view.cte(projects)
+        cte_sql, cte_params = clickhouse.view_cte(view, projects) if dialect == "clickhouse" else view.cte(projects)
         ctes.append(cte_sql)
         params.extend(cte_params)
     head = f"WITH {', '.join(ctes)} " if ctes else ""
     sql = f"{head}SELECT * FROM ({inner}) AS {QUERY_ALIAS} LIMIT {int(max_rows) + 1}"
-    return Prepared(sql, params, tuple(v.name for v in used))
+    if dialect == "clickhouse":
+        sql += clickhouse.SETTINGS
+    return Prepared(sql, params, tuple(v.name for v in used), dialect)

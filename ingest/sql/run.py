@@ -199,6 +199,10 @@ def start(
     Raises SqlTimeout, SqlFailed or StoreUnavailable; on any failure the cursor is closed. `on_close`
     runs when the cursor closes (the answer streamed, or the start failed): the API's slot is freed.
     """
+    if prepared.dialect == "clickhouse":
+        from ingest.sql import run_clickhouse
+
+        return run_clickhouse.start(store, prepared, limits, query, on_close)
     stack = ExitStack()
     if on_close is not None:
         stack.callback(on_close)

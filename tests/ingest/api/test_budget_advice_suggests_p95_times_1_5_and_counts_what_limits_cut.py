@@ -15,6 +15,7 @@ import tracer
 from kernel.agent import Agent
 from kernel.budgets import Budget
 from kernel.llm import ScriptedLLM
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter, RunSpec
 from tests.support.scripted_runs import act, add, final
 
@@ -30,7 +31,9 @@ def _limits(body: dict, agent: str) -> dict[str, dict]:
     return {x["limit"]: x for x in entry["limits"]} | {"_runs": entry["runs"]}
 
 
-async def test_advice_from_recorded_limits_and_from_parameters(ingest_server) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_advice_from_recorded_limits_and_from_parameters(start_ingest_server, backend: str) -> None:
+    ingest_server = start_ingest_server(store=backend)
     handle = tracer.setup(service_name="advice-tests", endpoint=f"{ingest_server.http_url}/v1/traces",
                           schedule_delay_ms=50)
     results = []

@@ -10,16 +10,16 @@ from datetime import timedelta
 import pytest
 
 from tests.ingest.api.content_runs import ContentRun, ToolCall, emit
-from tests.ingest.api.harness import start_server, stop_server
+from tests.ingest.api.harness import BACKENDS, start_server, stop_server
 from tests.ingest.api.otlp_runs import T0, Emitter
 
 WINDOW = {"since": (T0 - timedelta(days=1)).isoformat(), "until": (T0 + timedelta(days=1)).isoformat()}
 AMOUNT = "refund.amount"  # a custom attribute of the refund calls (not a promoted column)
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    server, stack, thread = start_server(tmp_path_factory.mktemp("filterexpr"), [], 10.0)
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(request, tmp_path_factory):
+    server, stack, thread = start_server(tmp_path_factory.mktemp("filterexpr"), [], 10.0, request.param)
     e = Emitter()
     runs = {
         # refund over 500 (a number)

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import tracer
 from kernel.plan import PlanRunResult
-from tests.ingest.api.harness import Server
+from tests.ingest.api.harness import BACKENDS, Server
 from tests.ingest.api.plan_runs import global_run, unusable_then_patch_run
 
 
@@ -35,9 +35,9 @@ def _replanner_chats(spans: list[ReadableSpan]) -> list[ReadableSpan]:
     return [s for s in spans if s.parent is not None and s.parent.span_id in replans]
 
 
-@pytest.fixture
-def server(start_ingest_server: Callable[..., Any]) -> Server:
-    running = start_ingest_server(grpc_port=0)
+@pytest.fixture(params=BACKENDS)
+def server(request: pytest.FixtureRequest, start_ingest_server: Callable[..., Any]) -> Server:
+    running = start_ingest_server(grpc_port=0, store=request.param)
     return Server(running.http_url, running.store, running.settings)
 
 

@@ -15,6 +15,7 @@ import tracer
 from ingest.config import Settings
 from kernel import telemetry
 from kernel.plan import PlanRunResult
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.plan_runs import global_run, patch_run, tail_run, unusable_then_patch_run
 from tests.ingest.conftest import _ServerThread
 
@@ -33,10 +34,11 @@ async def _run_all() -> list[tuple[str, PlanRunResult]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    thread = _ServerThread(Settings(db=tmp_path_factory.mktemp("replan-modes") / "s.duckdb", host="127.0.0.1",
-                                    grpc_port=0))
+@pytest.fixture(scope="module", params=BACKENDS)
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("replan-modes")
+    store = {"store": "clickhouse", "clickhouse_url": f"chdb://{root / 'clickhouse'}"} if request.param == "clickhouse" else {}
+    thread = _ServerThread(Settings(db=root / "s.duckdb", host="127.0.0.1", grpc_port=0, **store))
     server = thread.start()
     try:
         handle = tracer.setup(service_name="replan-mode-tests", endpoint=f"{server.http_url}/v1/traces",

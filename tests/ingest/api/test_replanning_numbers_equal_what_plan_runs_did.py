@@ -17,6 +17,7 @@ import pytest
 
 import tracer
 from kernel.plan import PlanRunResult
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.plan_runs import MODEL, run_all
 from tracer.conventions import ReplanVerdict, StopReason
 from tracer.pricing import cost_usd
@@ -24,12 +25,14 @@ from tracer.pricing import cost_usd
 ADMITTED = ReplanVerdict.ADMITTED
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Any:
+@pytest.fixture(scope="module", params=BACKENDS)
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     from ingest.config import Settings
     from tests.ingest.conftest import _ServerThread
 
-    thread = _ServerThread(Settings(db=tmp_path_factory.mktemp("replan") / "s.duckdb", host="127.0.0.1", grpc_port=0))
+    root = tmp_path_factory.mktemp("replan")
+    store = {"store": "clickhouse", "clickhouse_url": f"chdb://{root / 'clickhouse'}"} if request.param == "clickhouse" else {}
+    thread = _ServerThread(Settings(db=root / "s.duckdb", host="127.0.0.1", grpc_port=0, **store))
     server = thread.start()
     try:
         handle = tracer.setup(service_name="replan-tests", endpoint=f"{server.http_url}/v1/traces",

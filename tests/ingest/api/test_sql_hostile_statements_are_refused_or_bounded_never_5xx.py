@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.sql_helpers import RUNS, post_sql, rows, send_runs
 
 KEY_A, KEY_B = "sql-read-a-0123456789", "sql-ingest-b-0123456789"
@@ -90,11 +91,11 @@ def hostile(out: Path) -> list[tuple[str, set[int], str]]:
     ]
 
 
-@pytest.fixture
-def base(start_ingest_server: Callable[..., Any]) -> str:
+@pytest.fixture(params=BACKENDS)
+def base(request: pytest.FixtureRequest, start_ingest_server: Callable[..., Any]) -> str:
     keys = [ApiKey(key=KEY_A, project="A", scopes=["read"]), ApiKey(key=INGEST_A, project="A", scopes=["ingest"]),
             ApiKey(key=KEY_B, project="B", scopes=["ingest"])]
-    srv = start_ingest_server(grpc_port=0, api_keys=keys, sql_timeout_s=1.0, sql_max_rows=50)
+    srv = start_ingest_server(grpc_port=0, store=request.param, api_keys=keys, sql_timeout_s=1.0, sql_max_rows=50)
     send_runs(srv.http_url, INGEST_A, agent_prefix="a_")
     send_runs(srv.http_url, KEY_B, agent_prefix=B_PREFIX)
     assert srv.store.wait_loaded(30)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.sql_helpers import RUNS, post_sql, rows, send_runs, send_scores
 
 KEYS = {"read_a": ("A", ["read"]), "ingest_a": ("A", ["ingest", "annotate"]), "read_b": ("B", ["read"]),
@@ -21,10 +22,10 @@ KEYS = {"read_a": ("A", ["read"]), "ingest_a": ("A", ["ingest", "annotate"]), "r
 SECRET = {name: f"{name}-sql-secret-0123456789" for name in KEYS}
 
 
-@pytest.fixture
-def base(start_ingest_server: Callable[..., Any]) -> str:
+@pytest.fixture(params=BACKENDS)
+def base(request: pytest.FixtureRequest, start_ingest_server: Callable[..., Any]) -> str:
     keys = [ApiKey(key=SECRET[n], project=p, scopes=s) for n, (p, s) in KEYS.items()]  # type: ignore[arg-type]
-    srv = start_ingest_server(grpc_port=0, api_keys=keys)
+    srv = start_ingest_server(grpc_port=0, store=request.param, api_keys=keys)
     for project, prefix in (("a", "a_"), ("b", "b_secret_")):
         key = SECRET[f"ingest_{project}"]
         send_scores(srv.http_url, send_runs(srv.http_url, key, agent_prefix=prefix), key)

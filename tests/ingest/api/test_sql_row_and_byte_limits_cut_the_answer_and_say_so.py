@@ -15,14 +15,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.sql_helpers import RUNS, post_sql, send_runs
 
 SPANS = len(RUNS) + 3 * sum(r[1] for r in RUNS)
 
 
-@pytest.fixture
-def base(start_ingest_server: Callable[..., Any]) -> str:
-    srv = start_ingest_server(grpc_port=0, sql_max_rows=7, sql_max_result_bytes=4096)
+@pytest.fixture(params=BACKENDS)
+def base(request: pytest.FixtureRequest, start_ingest_server: Callable[..., Any]) -> str:
+    srv = start_ingest_server(grpc_port=0, store=request.param, sql_max_rows=7, sql_max_result_bytes=4096)
     send_runs(srv.http_url)
     assert srv.store.wait_loaded(30)
     return srv.http_url

@@ -11,11 +11,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.sql_helpers import RUNS, post_sql, rows, send_runs
 
 
-def test_cross_join_bomb_is_504_within_the_limit(start_ingest_server: Callable[..., Any]) -> None:
-    srv = start_ingest_server(grpc_port=0, sql_timeout_s=0.5)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cross_join_bomb_is_504_within_the_limit(start_ingest_server: Callable[..., Any], backend: str) -> None:
+    srv = start_ingest_server(grpc_port=0, sql_timeout_s=0.5, store=backend)
     send_runs(srv.http_url)
     assert srv.store.wait_loaded(30)
     started = time.monotonic()

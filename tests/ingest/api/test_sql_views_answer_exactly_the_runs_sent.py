@@ -16,14 +16,15 @@ import httpx
 import pyarrow as pa
 import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0
 from tests.ingest.api.sql_helpers import RUNS, SCORES, post_sql, rows, send_runs, send_scores
 from tracer import conventions as c
 
 
-@pytest.fixture
-def base(start_ingest_server: Callable[..., Any]) -> str:
-    srv = start_ingest_server(grpc_port=0)
+@pytest.fixture(params=BACKENDS)
+def base(request: pytest.FixtureRequest, start_ingest_server: Callable[..., Any]) -> str:
+    srv = start_ingest_server(grpc_port=0, store=request.param)
     send_scores(srv.http_url, send_runs(srv.http_url))
     assert srv.store.wait_loaded(30)
     return srv.http_url
