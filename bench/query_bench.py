@@ -15,7 +15,8 @@ functions from ingest/queries and ingest/api, on a cursor of one connection), th
   cost by model run_models grouped by model, last 7 days
   trace fetch   one run's row and all its spans (a different trace each repetition)
 
-then starts a real server on the store and times 50 sequential `/healthz` and `/api/runs?limit=50`
+then starts a real server on the store and times 50 sequential `/healthz`, `/api/runs?limit=50` and
+`/api/search/status`
 calls on one kept-alive connection, against a new connection per call (bench/_api_calls.py).
 
 `--sql` times typical `POST /api/sql` aggregates instead (bench/_sql_queries.py: median and p95 of
