@@ -64,6 +64,9 @@ NO_MATCH_RAW = f'attributes["{conventions.LLM_ATTEMPT}"] = "no_such_value"'
 def build_index(db: Path, index_path: Path) -> None:
     """The store's search index, by the server's indexer (reused when a previous run finished it)."""
     index = SearchIndex(index_path)
+    if index_path.is_file():  # an index made before the document counter gets it here, once
+        index.writer()
+        index.close()
     if META_BUILT_AT in index.meta() and (index.documents() or 0) > 0:
         print(f"reusing search index {index_path} ({index.documents():,} documents)", flush=True)
         return

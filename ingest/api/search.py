@@ -20,7 +20,7 @@ from ingest.filters.compile import span_predicate
 from ingest.filters.parse import MAX_FILTER_CHARS
 from ingest.search import pending
 from ingest.search.hits import HitTables
-from ingest.search.index import Hit, SearchIndex, from_us, segments
+from ingest.search.index import Hit, SearchIndex, documents_in, from_us, segments
 from ingest.search.indexer import META_BUILT_AT, META_REBUILD_NEXT
 from ingest.store.backend import queries_of
 
@@ -71,7 +71,9 @@ class IndexStatus(BaseModel):
     rebuilding: bool = False
     rebuilt_through: datetime | None = Field(None, description="While rebuilding: spans up to here are indexed.")
     built_at: datetime | None = None
-    documents: int | None = Field(None, description="Documents in the whole index (operator keys only).")
+    documents: int | None = Field(
+        None, description="Documents in the whole index (operator keys only; null while an index made by an "
+        "earlier version has not been counted yet).")
     error: str | None = Field(None, description="The indexer's last failure, until it recovers.")
 
 
@@ -98,7 +100,7 @@ def index_status(store: Any, cur: Any, projects: frozenset[str] | None) -> Index
         rebuilding=rebuilding,
         rebuilt_through=from_us(int(meta[META_REBUILD_NEXT])) if rebuilding else None,
         built_at=datetime.fromisoformat(meta[META_BUILT_AT]) if META_BUILT_AT in meta else None,
-        documents=index.documents() if projects is None else None,
+        documents=documents_in(meta) if projects is None else None,  # a counter: no count(*)
         error=store.search_indexer.failed,
     )
 

@@ -9,10 +9,16 @@ span twice (a retry after a crash, a rebuild overlapping live indexing) a no-op.
 
 Only the writer thread writes (ingest/search/indexer.py); readers open their own read-only connections.
 User text never reaches FTS5's query syntax: each word becomes a quoted phrase (`query_expression`).
+
+The number of documents is a counter in `meta` (META_DOCUMENTS), changed in the same transaction that
+adds or removes documents: `count(*)` over millions of FTS rows costs tens of milliseconds, and every
+status answer reports the number. An index made before the counter is counted once when the writer
+opens it; until then readers report the number as unknown (None), never as a guess.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 from collections.abc import Iterable
@@ -22,6 +28,8 @@ from pathlib import Path
 
 from ingest.search.content import content_fields
 
+log = logging.getLogger(__name__)
+
 # Markers FTS5 puts around matched words in a snippet (control characters no indexed text keeps:
 # they are stripped from documents), split into segments before the answer leaves the server.
 HIT_OPEN, HIT_CLOSE = "\x02", "\x03"
@@ -30,6 +38,7 @@ MAX_QUERY_WORDS = 16
 SNIPPET_TOKENS = 24
 RANK_WINDOW = 20_000  # matches ranked per query: the most recently indexed ones (design.md §4)
 EPOCH = datetime(1970, 1, 1)
+META_DOCUMENTS = "documents"  # rows of `docs`, kept exact by every write (see the module docstring)
 
 _SCHEMA = [
     "PRAGMA journal_mode=WAL",
@@ -112,8 +121,39 @@ class SearchIndex:
             for statement in _SCHEMA:
                 conn.execute(statement)
             conn.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost tail is re-indexed
+            if conn.execute("SELECT 1 FROM meta WHERE key = ?", (META_DOCUMENTS,)).fetchone() is None:
+                n = self._recount(conn)
+                if n:
+                    log.info("search index %s: counted its %d document(s) once (made before the counter)",
+                             self.path, n)
             self._conn = conn
         return self._conn
+
+    @staticmethod
+    def _recount(conn: sqlite3.Connection) -> int:
+        """Set the counter from the documents themselves, in one write transaction (O(documents): only
+        at an upgrade or a rebuild, never per request)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            n = int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (META_DOCUMENTS, str(n)))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return n
+
+    def recount(self) -> int:
+        """Count the documents again and keep that as the counter (a rebuild over an existing index)."""
+        return self._recount(self.writer())
+
+    @staticmethod
+    def _change_count(conn: sqlite3.Connection, delta: int) -> None:
+        """Move the counter by `delta` inside the caller's transaction."""
+        if delta:
+            conn.execute(
+                "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = ?", (delta, META_DOCUMENTS)
+            )
 
     def close(self) -> None:
         if self._conn is not None:
@@ -134,6 +174,7 @@ class SearchIndex:
                 if cur.rowcount:
                     conn.execute("INSERT INTO body (rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
                     added += 1
+            self._change_count(conn, added)
             for key, value in (meta or {}).items():
                 conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
             conn.execute("COMMIT")
@@ -154,19 +195,29 @@ class SearchIndex:
     def clear(self) -> None:
         conn = self.writer()
         conn.execute("BEGIN")
-        conn.execute("DELETE FROM docs")
-        conn.execute("DELETE FROM body")
-        conn.execute("COMMIT")
+        try:
+            conn.execute("DELETE FROM docs")
+            conn.execute("DELETE FROM body")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (META_DOCUMENTS, "0"))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def prune_before(self, cutoff: datetime) -> int:
         """Drop documents of spans starting before `cutoff` (what retention deleted from the store)."""
         conn = self.writer()
         conn.execute("BEGIN")
-        ids = [r[0] for r in conn.execute("SELECT id FROM docs WHERE start_us < ?", (to_us(cutoff),))]
-        conn.executemany("DELETE FROM body WHERE rowid = ?", ((i,) for i in ids))
-        conn.execute("DELETE FROM docs WHERE start_us < ?", (to_us(cutoff),))
-        conn.execute("COMMIT")
-        return len(ids)
+        try:
+            ids = [r[0] for r in conn.execute("SELECT id FROM docs WHERE start_us < ?", (to_us(cutoff),))]
+            conn.executemany("DELETE FROM body WHERE rowid = ?", ((i,) for i in ids))
+            removed = conn.execute("DELETE FROM docs WHERE start_us < ?", (to_us(cutoff),)).rowcount
+            self._change_count(conn, -removed)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return removed
 
     # ---- reader side ---------------------------------------------------------------------------
 
@@ -194,18 +245,10 @@ class SearchIndex:
             conn.close()
 
     def documents(self) -> int | None:
-        try:
-            conn = self._reader()
-        except IndexUnavailable:
-            return None
-        if conn is None:
+        """Documents in the index, from its counter (0 when there is no index file yet)."""
+        if not self.path.is_file():
             return 0
-        try:
-            return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
-        except sqlite3.Error:
-            return None
-        finally:
-            conn.close()
+        return documents_in(self.meta())
 
     def search(
         self,
@@ -265,6 +308,13 @@ class SearchIndex:
         finally:
             conn.close()
         return [Hit(r[0], r[1], r[2], from_us(r[3]), r[4], float(r[5]), r[6]) for r in rows]
+
+
+def documents_in(meta: dict[str, str]) -> int | None:
+    """The document counter of an index's `meta()`; None when it has none yet (an index made before the
+    counter that the writer has not opened, or an unreadable one): unknown, not zero."""
+    value = meta.get(META_DOCUMENTS)
+    return int(value) if value is not None else None
 
 
 def segments(snippet: str) -> list[dict[str, object]]:

@@ -125,6 +125,8 @@ class SearchIndexer:
         """Index every stored span again, from the oldest (`steplens search reindex`)."""
         if clear:
             self.index.clear()
+        else:  # documents already there stay (adding them again is a no-op): count them afresh
+            self.index.recount()
         lo, hi = pending.span_extent(conn)
         if lo is None or hi is None:
             values: dict[str, str | None] = {META_BUILT_AT: _now().isoformat(), META_REBUILD_NEXT: None,
