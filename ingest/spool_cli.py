@@ -68,13 +68,13 @@ def list_command(config: Path | None = None, db: Path | None = None) -> int:
 
 def replay(settings: Settings, log: Console) -> ReplayReport:
     """Submit every dead record into a store opened on `settings`; raises when the store cannot open."""
-    from ingest.store import SpanStore
+    from ingest.store.backend import open_store
 
     dead = deadletter.list_dead(settings.spool_path)
     report = ReplayReport()
     if not dead:
         return report
-    store = SpanStore(settings)
+    store = open_store(settings)  # the configured backend (duckdb or clickhouse)
     store.start()  # raises (database locked) while the server runs
     try:
         directory = deadletter.dead_dir(settings.spool_path)

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 
 from ingest.config import Settings
 from ingest.errors import TooLarge
-from ingest.queries.scores import api_configs
 from ingest.scores.configs import ConfigSet, Violation, check, file_configs_for
 from ingest.scores.model import Score, ScoreIn
 from ingest.store import scores_load
+from ingest.store.backend import queries_of
 
 MAX_BATCH = 1000
 
@@ -52,7 +52,7 @@ class ScoreStore(Protocol):
 def configs_for(store: ScoreStore, project: str) -> ConfigSet:
     """The configs that apply to `project`: steplens.toml's, then those declared through the API."""
     with store.read() as cur:
-        declared = api_configs(cur, project)
+        declared = queries_of(store).scores.api_configs(cur, project)  # the store's own SQL
     return ConfigSet(file_configs_for(store.settings.scores, project), declared)
 
 

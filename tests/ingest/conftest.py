@@ -91,6 +91,8 @@ def start_ingest_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]
         # every test that runs `steplens serve` as a subprocess with the production default.
         overrides.setdefault("normalize_processes", 0)
         overrides.setdefault("db", tmp_path / f"server{n}" / "steplens.duckdb")
+        if overrides.get("store") == "clickhouse":  # embedded chDB beside the server's spool
+            overrides.setdefault("clickhouse_url", f"chdb://{tmp_path / f'server{n}' / 'clickhouse'}")
         settings = Settings(host="127.0.0.1", **overrides)
         server = _ServerThread(settings)
         started.append(server)

@@ -4,7 +4,9 @@ shape of the DuckDB ones: `cur.execute(sql, params)`, `cur.fetchall()`, `cur.des
 Why `?` placeholders: the DuckDB queries bind positionally; keeping `?` lets a query be
 translated clause by clause. Each `?` (outside string literals and quoted names) becomes a typed
 server-side parameter `{pN:Type}` with the type taken from the Python value, so values never
-enter the SQL text. Timestamps come back naive UTC, as DuckDB returns them.
+enter the SQL text. Timestamps come back naive UTC, as DuckDB returns them. Every statement runs
+with `final = 1`: the ReplacingMergeTree tables read deduplicated (the latest run version, a span
+once, no tombstones) without each query saying FINAL.
 """
 
 from __future__ import annotations
@@ -117,12 +119,15 @@ class ClickHouseCursor:
         self.closed = False
 
     def _settings(self) -> dict[str, Any]:
+        # `final`: every table read as if with FINAL, so a read never sees a replaced run version,
+        # a retried span not merged yet or a tombstone, whether or not the query says FINAL
+        settings: dict[str, Any] = {"final": 1}
         if self._deadline is None:
-            return {}
+            return settings
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise ClickHouseQueryTimeout(f"query exceeded the {self._timeout_s:g} s time limit")
-        return {"max_execution_time": max(1, math.ceil(left)), "timeout_overflow_mode": "throw"}
+        return {**settings, "max_execution_time": max(1, math.ceil(left)), "timeout_overflow_mode": "throw"}
 
     def execute(self, sql: str, params: list[Any] | tuple[Any, ...] | dict[str, Any] | None = None) -> ClickHouseCursor:
         if self.closed:

@@ -49,6 +49,9 @@ def for_table(rows: pa.Table, table: Table) -> pa.Table:
                 column = pa.chunked_array([c.storage for c in column.chunks], column.type.storage_type)
             if pa.types.is_timestamp(column.type) and column.type.tz is not None:
                 column = pc.cast(column, pa.timestamp("us"))
+            if column.null_count and not ch_type.startswith(("Nullable", "Array")):
+                # ClickHouse would store the type's default instead: refuse, as DuckDB's NOT NULL does
+                raise ValueError(f"{table.name}.{name} must not be NULL ({column.null_count} row(s))")
         elif ch_type.startswith("Array"):
             column = pa.chunked_array([pa.array([[]] * rows.num_rows, pa.list_(pa.string()))])
         else:

@@ -16,14 +16,14 @@ Engines (why):
   within a partition only.
 - `runs`: ReplacingMergeTree(revision) ordered by (project, trace_id): every upkeep pass inserts
   the trace's new runs row with a higher revision, so late spans update the run; reads take the
-  latest with `FINAL` (or argMax by revision). Minmax index on start_time for the time filters.
+  latest through FINAL (the read cursor sets `final = 1` for every statement). Minmax index on start_time for the time filters.
 - scores: ReplacingMergeTree(ingested_at) ordered by (project, score_id): a changed score
   replaces the earlier one (same id), as in DuckDB.
 - log_records: ReplacingMergeTree ordered by (project, record_key): a retried export is one record
   (the loader's anti-join on the key keeps it single before a merge).
 - tool_calls, tool_carry, run_models, plan_spans: derived per trace; each pass writes the trace's
   whole set under a new `revision` plus `is_deleted` tombstones for rows that are gone
-  (ReplacingMergeTree(revision, is_deleted)); reads use FINAL, which hides the tombstones.
+  (ReplacingMergeTree(revision, is_deleted)); FINAL (`final = 1` on reads) hides the tombstones.
 - Every table with history gets a TTL on its time column (`retention_days`, set at each start by
   migrate.py; 0 = keep forever).
 - Inserts carry `insert_deduplication_token`s (ingest/store/clickhouse/load.py), honoured on

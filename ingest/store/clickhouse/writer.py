@@ -304,8 +304,10 @@ class ClickHouseWriter:
         new_logs: list[pa.Table] = []
         for item in batch:
             try:
-                rows = self._rows(item)
+                rows = self._retrying("normalizing a record", lambda i=item: self._rows(i))
             except Exception as exc:  # noqa: BLE001 - a record that does not normalize is poison
+                if environmental(exc):
+                    return False  # closing while it keeps failing (out of memory): the spool keeps it
                 self._dead_letter(item, exc)
                 continue
             try:
@@ -337,7 +339,8 @@ class ClickHouseWriter:
             except Exception as exc:  # noqa: BLE001
                 if environmental(exc):
                     return False
-                log.error("deriving the runs of %d trace(s) failed; their spans are stored: %s", len(touched), exc)
+                if not self._derive_one_by_one(touched, logs_table, exc):
+                    return False
         try:
             self._retrying("writing the spool mark", lambda: write_position(self._spool_dir, batch[-1].end))
         except OSError:
@@ -352,6 +355,26 @@ class ClickHouseWriter:
         with self._cond:
             self._loaded_upto = max(self._loaded_upto, batch[-1].seq)
             self._cond.notify_all()
+        return True
+
+    def _derive_one_by_one(self, traces: set[load.Trace], logs: pa.Table | None, exc: BaseException) -> bool:
+        """A derivation that failed for a reason of its data: derive each trace alone, so one poison
+        trace does not keep the others' runs stale; the failing ones are set aside (counted, logged)
+        until they get new spans. False: closing while ClickHouse is unreachable."""
+        log.warning("deriving %d trace(s) together failed (%s); deriving them one by one", len(traces), exc)
+        groups: list[tuple[set[load.Trace], pa.Table | None]] = [({t}, None) for t in sorted(traces)]
+        if logs is not None:
+            groups.append((set(), logs))
+        for group, group_logs in groups:
+            try:
+                self._retrying("run derivation", lambda g=group, lg=group_logs: self._derive(g, lg))
+            except Exception as one:  # noqa: BLE001
+                if environmental(one):
+                    return False
+                self.upkeep_quarantined += len(group)
+                self._hooks.quarantined(self.upkeep_quarantined)
+                log.error("trace %s set aside: its runs cannot be derived (%s: %s)",
+                          next(iter(group), ("logs", "")), type(one).__name__, one)
         return True
 
     def _derive(self, traces: set[load.Trace], logs: pa.Table | None) -> None:

@@ -4,12 +4,16 @@ a trace that only builds an agent is no run on the listings but still opens as a
 
 from __future__ import annotations
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store import foreign_runs as f
 from tests.ingest.store.otlp_build import agent_run, request
 
 WINDOW = {"since": "2025-12-31T00:00:00Z", "until": "2026-01-02T00:00:00Z"}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_foreign_runs_on_every_endpoint(server) -> None:
     failed = f.genai_agent(agent="weather_agent", version="2.0", turns=2, last_call_fails=True)
     graph = f.langgraph_supervisor()

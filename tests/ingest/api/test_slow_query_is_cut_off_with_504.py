@@ -8,6 +8,7 @@ import pytest
 from fastapi import HTTPException
 
 from ingest.api.execute import run_read
+from tests.ingest.api.harness import BACKENDS
 
 
 def test_slow_query_becomes_504_with_the_limit_in_the_message(make_server):
@@ -27,6 +28,7 @@ def test_slow_query_becomes_504_with_the_limit_in_the_message(make_server):
     assert r.status_code == 200 and r.json() == {"runs": [], "next": None}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_sql_errors_are_500_with_a_message_not_a_crash(server):
     with pytest.raises(HTTPException) as info:
         run_read(server.store, lambda cur: cur.execute("SELECT no_such_column FROM runs").fetchall())

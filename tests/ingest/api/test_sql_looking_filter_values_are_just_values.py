@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter, RunSpec
 
 INJECTION = "' OR 1=1 --"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_sql_and_wildcards_are_matched_literally(server):
     emitter = Emitter()
     plain = emitter.run(RunSpec(agent="alpha", name="invoke agent alpha"))

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 
 KEY = "exporter-key-0123456789abcdef"
 
@@ -37,9 +38,12 @@ def _stored_projects(server, trace_hex: str) -> list[str]:
         return [r[0] for r in cur.execute("SELECT project FROM spans WHERE trace_id = ?", [trace_hex]).fetchall()]
 
 
-@pytest.fixture
-def keyed_server(start_ingest_server):
-    return start_ingest_server(api_keys=[ApiKey(key=KEY, project="exporters", scopes=["ingest", "read"])])
+@pytest.fixture(params=BACKENDS)
+def keyed_server(start_ingest_server, request):
+    """The same receiver over each storage backend."""
+    return start_ingest_server(
+        api_keys=[ApiKey(key=KEY, project="exporters", scopes=["ingest", "read"])], store=request.param
+    )
 
 
 @pytest.mark.parametrize("compression", [HttpCompression.NoCompression, HttpCompression.Gzip, HttpCompression.Deflate])

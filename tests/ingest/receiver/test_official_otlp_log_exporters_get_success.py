@@ -20,19 +20,22 @@ from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.sdk._logs.export import LogRecordExportResult
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.support.genai_logs import chat_with_events, encode_logs
 
 KEY = "log-exporter-key-0123456789abcdef"
 READ_KEY = "log-reader-key-0123456789abcdef"
 
 
-@pytest.fixture
-def keyed_server(start_ingest_server):
+@pytest.fixture(params=BACKENDS)
+def keyed_server(start_ingest_server, request):
+    """The same receiver over each storage backend."""
     return start_ingest_server(
         api_keys=[
             ApiKey(key=KEY, project="exporters", scopes=["ingest", "read"]),
             ApiKey(key=READ_KEY, project="exporters", scopes=["read"]),
-        ]
+        ],
+        store=request.param,
     )
 
 

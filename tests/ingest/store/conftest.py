@@ -9,16 +9,25 @@ import pytest
 
 from ingest.config import Settings
 from ingest.store import SpanStore
+from ingest.store.backend import open_store as open_store_of
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+def backend() -> str:
+    """The storage backend of `open_store`; parametrize it with tests.ingest.api.harness.BACKENDS."""
+    return "duckdb"
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, backend: str) -> Callable[..., Settings]:
     def make(**overrides: object) -> Settings:
         # in-thread normalization unless a test asks for worker processes: store logic tests stay
         # fast and their timing (fsync grouping) does not depend on a process round trip
         values: dict[str, object] = {
             "db": tmp_path / "steplens.duckdb", "commit_interval_ms": 5, "normalize_processes": 0,
         }
+        if backend == "clickhouse":
+            values.update(store="clickhouse", clickhouse_url=f"chdb://{tmp_path / 'clickhouse'}")
         values.update(overrides)
         return Settings(**values)  # type: ignore[arg-type]
 
@@ -32,7 +41,7 @@ def open_store(make_settings: Callable[..., Settings]) -> Iterator[Callable[...,
     opened: list[SpanStore] = []
 
     def open_(store_kwargs: dict[str, object] | None = None, **overrides: object) -> SpanStore:
-        store = SpanStore(make_settings(**overrides), **(store_kwargs or {}))  # type: ignore[arg-type]
+        store = open_store_of(make_settings(**overrides), **(store_kwargs or {}))
         store.start()
         opened.append(store)
         return store

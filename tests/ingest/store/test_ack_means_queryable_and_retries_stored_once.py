@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def _count(store, trace_id: str) -> tuple[int, int]:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 async def test_async_submits_share_fsyncs(open_store) -> None:

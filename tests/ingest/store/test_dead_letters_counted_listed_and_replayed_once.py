@@ -12,6 +12,7 @@ from datetime import datetime
 
 import httpx
 import pyarrow as pa
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from typer.testing import CliRunner
 
@@ -19,6 +20,7 @@ from ingest.normalize import spans_table
 from ingest.store import SpanStore
 from ingest.store.database import open_database
 from steplens.cli import app
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
 
 
@@ -36,6 +38,7 @@ def _spans(db, project: str) -> int:
         conn.close()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_dead_letter_counted_logged_listed_replayed_once(make_settings, caplog) -> None:
     settings = make_settings()
     store = SpanStore(settings, normalizer=buggy_normalizer)
@@ -68,6 +71,7 @@ async def test_dead_letter_counted_logged_listed_replayed_once(make_settings, ca
     assert "no dead records" in runner.invoke(app, ["spool", "list", "--db", str(settings.db)]).output
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_replay_refuses_while_the_server_holds_the_database(make_settings) -> None:
     settings = make_settings()
     store = SpanStore(settings, normalizer=buggy_normalizer)

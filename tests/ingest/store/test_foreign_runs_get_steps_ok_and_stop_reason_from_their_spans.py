@@ -9,8 +9,11 @@ from datetime import timedelta
 
 import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store import foreign_runs as f
 from tests.ingest.store.otlp_build import S, agent_run, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 COLUMNS = (
     "agent", "version", "name", "is_run", "ok", "stop_reason", "stop_reason_source", "steps", "llm_calls",

@@ -12,8 +12,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from ingest.normalize import spans_table
 from ingest.normalize.process import NormalizePool
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -42,6 +45,7 @@ def test_undecodable_payload_gives_none_for_the_fallback_path() -> None:
         pool.close()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_worker_is_replaced_and_no_acknowledged_span_is_lost(open_store) -> None:
     store = open_store(normalize_processes=1)
     root, kids = agent_run(steps=1)

@@ -4,9 +4,14 @@ and span records around it nor replays after a restart."""
 
 from __future__ import annotations
 
+import pytest
+
 from ingest.store.spool import RecordKind, SpoolWriter, encode_record
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
 from tests.support.genai_logs import chat_with_events, encode_logs
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def test_unparsable_logs_record_dead_lettered_others_loaded(make_settings, open_store) -> None:

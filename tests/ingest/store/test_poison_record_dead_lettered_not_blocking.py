@@ -7,11 +7,15 @@ import asyncio
 from datetime import datetime
 
 import pyarrow as pa
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ingest.normalize import spans_table
 from ingest.store.spool import encode_record
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def normalizer(project: str, req: ExportTraceServiceRequest, ingested_at: datetime) -> pa.Table:

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from ingest.scores.model import ScoreIn
 from ingest.store import deadletter, scores_load
 from ingest.store.spool import RecordKind, SpoolWriter, encode_record
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def _scores(*names: str) -> bytes:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import new_span_id, new_trace_id, ns
 from tracer import conventions as c
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def _logs(days_ago: list[float]) -> ExportLogsServiceRequest:

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from ingest.scores.model import ScoreIn
 from ingest.scores.submit import submit_scores
+from tests.ingest.api.harness import BACKENDS
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 async def test_sweep_deletes_only_old_scores_in_chunks(open_store) -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.sdk._logs.export import LogRecordExportResult
 
+from tests.ingest.api.harness import BACKENDS
 from tests.support.genai_logs import chat_with_events, encode_logs
 
 
@@ -33,6 +35,7 @@ def test_same_export_sent_twice_by_the_sdk_exporter_stored_once(ingest_server) -
     assert (stats.logs_stored, stats.logs_deduplicated) == (4, 4)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_retries_in_one_batch_and_after_a_restart_stored_once(open_store) -> None:
     chat = chat_with_events()
     request = encode_logs(chat.logs)
@@ -48,6 +51,7 @@ async def test_retries_in_one_batch_and_after_a_restart_stored_once(open_store) 
     assert _count(store, chat.trace_hex) == 8
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_records_without_timestamps_retried_stored_once(open_store) -> None:
     chat = chat_with_events(evaluation=False)
     request = encode_logs(chat.logs)

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import T0, S, agent_run, new_trace_id, request
 from tracer import conventions as c
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def _cost(store, trace_id: str) -> float | None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import S, agent_run, new_trace_id, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 FIXTURE = Path("/work/shared/fixtures/otel-genai-openai/traces-001.bin")
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 
 from ingest.store.loading import MAX_PROBE_WINDOWS, merge_windows
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import T0, agent_run, request
 
 
@@ -29,6 +30,7 @@ def _facts(store, trace_id: str) -> tuple:
 
 
 @pytest.mark.parametrize("shift", [timedelta(seconds=10), timedelta(hours=1), timedelta(hours=-1)], ids=str)
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_resent_with_moved_start_stored_once(open_store, shift: timedelta) -> None:
     store = open_store()
     root, kids = agent_run(steps=3, start=T0)
@@ -49,6 +51,7 @@ async def test_resent_with_moved_start_stored_once(open_store, shift: timedelta)
     assert store.stats().spans_deduplicated == 12
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_resent_with_moved_start_after_restart_stored_once(open_store) -> None:
     store = open_store()
     root, kids = agent_run(steps=2, start=T0)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ingest.store.spool import list_segments
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 async def test_segments_rotate_and_loaded_ones_are_deleted(open_store, make_settings) -> None:

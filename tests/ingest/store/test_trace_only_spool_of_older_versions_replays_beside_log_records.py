@@ -11,6 +11,7 @@ import zlib
 import pytest
 
 from ingest.store.spool import MAGIC, RecordKind, SpoolWriter, encode_record, read_segment, segment_name
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
 from tests.support.genai_logs import chat_with_events, encode_logs
 
@@ -28,6 +29,7 @@ def test_trace_records_are_still_framed_the_original_way() -> None:
     assert encode_record("p", payload, RecordKind.LOGS) != _original_record("p", payload)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_old_trace_only_spool_replays_then_mixed_kinds_load_as_what_they_are(make_settings, open_store) -> None:
     settings = make_settings()
     spool = settings.spool_path
