@@ -9,6 +9,7 @@ import io
 import pytest
 
 from tests.ingest.api.analytics_runs import Chat, Run, RunEmitter, Step, Tool
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0
 
 
@@ -23,6 +24,7 @@ def loaded(server):
     server.send(emitter.request())
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_csv_has_a_header_and_the_json_rows(server, loaded):
     r = server.get("/api/cost", group_by="agent", format="csv")
     assert r.status_code == 200
@@ -38,6 +40,7 @@ def test_csv_has_a_header_and_the_json_rows(server, loaded):
 
 
 @pytest.mark.parametrize("group_by", ["model", "provider", "tool", "agent", "version", "project", "user", "conversation", "day"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_every_grouping_answers(server, loaded, group_by):
     body = server.get("/api/cost", group_by=group_by).json()
     assert body["group_by"] == group_by and body["rows"]
@@ -46,6 +49,7 @@ def test_every_grouping_answers(server, loaded, group_by):
         assert [r["key"] for r in body["rows"]] == ["2025-03-03", "2025-03-02", "2025-03-01"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_unknown_grouping_is_422(server, loaded):
     assert server.get("/api/cost", group_by="colour").status_code == 422
     assert server.get("/api/cost", format="xml").status_code == 422

@@ -15,6 +15,7 @@ import pytest
 
 from tests.ingest.api.analytics_runs import Chat, Run, RunEmitter, Step, Tool
 from tests.ingest.api.analytics_server import start_priced_server
+from tests.ingest.api.harness import BACKENDS
 
 
 def the_run() -> Run:
@@ -33,9 +34,9 @@ def the_run() -> Run:
     )
 
 
-@pytest.fixture
-def server(start_ingest_server, tmp_path):
-    srv = start_priced_server(start_ingest_server, tmp_path)
+@pytest.fixture(params=BACKENDS)
+def server(start_ingest_server, tmp_path, request):
+    srv = start_priced_server(start_ingest_server, tmp_path, request.param)
     emitter = RunEmitter()
     emitter.run(the_run())
     srv.send(emitter.request())

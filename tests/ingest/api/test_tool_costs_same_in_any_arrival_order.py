@@ -11,6 +11,7 @@ import pytest
 
 from tests.ingest.api.analytics_runs import Chat, Run, RunEmitter, Step, Tool
 from tests.ingest.api.analytics_server import start_priced_server
+from tests.ingest.api.harness import BACKENDS
 
 
 def the_run(agent: str) -> Run:
@@ -30,8 +31,9 @@ def the_run(agent: str) -> Run:
     )  # fmt: skip
 
 
-def test_whole_and_reversed_single_span_batches_agree(start_ingest_server, tmp_path):
-    server = start_priced_server(start_ingest_server, tmp_path)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_whole_and_reversed_single_span_batches_agree(start_ingest_server, tmp_path, backend):
+    server = start_priced_server(start_ingest_server, tmp_path, backend)
     emitter = RunEmitter()
     emitter.run(the_run("whole"))
     server.send(emitter.request())

@@ -41,10 +41,10 @@ def cost_rows(cur: Any, filters: CommonFilters, group_by: str) -> list[dict[str,
                 toInt64(ifNull(sum(llm_calls), 0)) AS llm_calls,
                 toInt64(ifNull(sum(input_tokens), 0)) AS input_tokens,
                 toInt64(ifNull(sum(output_tokens), 0)) AS output_tokens,
-                toFloat64(ifNull(sum(cost_usd), 0.0)) AS cost_usd,
+                toFloat64(ifNull(sum(cost_usd), 0.0)) AS total_cost,
                 {_examples("trace_id", "cost_usd")} AS example_candidates
             FROM {RUNS} WHERE {where.sql()}
-            GROUP BY key ORDER BY cost_usd DESC, key NULLS LAST
+            GROUP BY key ORDER BY total_cost DESC, key NULLS LAST
         """
         params = where.params
     elif group_by in MODEL_KEYS:
@@ -54,15 +54,17 @@ def cost_rows(cur: Any, filters: CommonFilters, group_by: str) -> list[dict[str,
                 toInt64(ifNull(sum(m.llm_calls), 0)) AS llm_calls,
                 toInt64(ifNull(sum(m.input_tokens), 0)) AS input_tokens,
                 toInt64(ifNull(sum(m.output_tokens), 0)) AS output_tokens,
-                toFloat64(ifNull(sum(m.cost_usd), 0.0)) AS cost_usd,
+                toFloat64(ifNull(sum(m.cost_usd), 0.0)) AS total_cost,
                 {_examples("m.trace_id", "m.cost_usd")} AS example_candidates
             {scope}
-            GROUP BY key ORDER BY cost_usd DESC, key NULLS LAST
+            GROUP BY key ORDER BY total_cost DESC, key NULLS LAST
         """
     else:
         raise ValueError(f"cost_rows cannot group by {group_by!r}")
     cur.execute(sql, params)
     rows = dicts(cur)
-    for r in rows:
+    out = []
+    for r in rows:  # `total_cost`: an alias `cost_usd` would shadow the column inside the examples' expression
         r["runs"] = int(r["runs"])
-    return rows
+        out.append({("cost_usd" if k == "total_cost" else k): v for k, v in r.items()})
+    return out
