@@ -116,13 +116,22 @@ class RunsPage:
 
 
 def runs_where(f: RunFilters) -> Where:
-    where = runs_common_where(f)
+    return add_run_filters(
+        runs_common_where(f), f, has_model="list_contains(models, ?)",
+        name_or_agent_like="name ILIKE ? ESCAPE '\\' OR agent ILIKE ? ESCAPE '\\'",
+    )
+
+
+def add_run_filters(where: Where, f: RunFilters, *, has_model: str, name_or_agent_like: str) -> Where:
+    """The per-run filters of `/api/runs`, in plain SQL every store reads alike; the two clauses
+    whose spelling differs come from the store (`has_model`, `name_or_agent_like`). One list for
+    both stores, so a filter added here filters on ClickHouse too."""
     if f.ok is not None:
         where.add("ok = ?", f.ok)
     if f.stop_reason is not None:
         where.add("stop_reason = ?", f.stop_reason)
     if f.model is not None:
-        where.add("list_contains(models, ?)", f.model)
+        where.add(has_model, f.model)
     if f.user is not None:
         where.add("user_id = ?", f.user)
     if f.conversation is not None:
@@ -143,7 +152,7 @@ def runs_where(f: RunFilters) -> Where:
         where.add("release_cohort = ?", f.cohort)
     if f.q:
         pattern = like_contains(f.q)
-        where.add("name ILIKE ? ESCAPE '\\' OR agent ILIKE ? ESCAPE '\\'", pattern, pattern)
+        where.add(name_or_agent_like, pattern, pattern)
     return where
 
 

@@ -1,7 +1,7 @@
 """`GET /api/replanning` serves, per replan span, what real plan-and-execute runs recorded: the
 router's decision (rule, escalation, a goal change's reset), the lessons, the variable health, the
 kept/dropped/added steps, the tool calls and replanning tokens the gates looked at, and why a gate
-refused; and its `routes` and `steps` totals add them up. Runs on the scripted LLM traced by the real
+refused; and its `routes` and `steps` totals add them up, on both stores. Runs on the scripted LLM traced by the real
 tracer into a real server over OTLP/HTTP; compared with each run's own `PlanRunResult`. A store from
 before these columns gets them from the stored spans when the server upgrades it."""
 
@@ -18,14 +18,17 @@ import pytest
 import tracer
 from ingest.config import Settings
 from ingest.schema import MIGRATIONS, PLAN_SPAN_CONTEXT, PLAN_SPANS_CONTEXT_MIGRATION
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.replan_context_runs import AGENT, run_all
 from tests.ingest.conftest import _ServerThread
 from tracer.conventions import ReplanVerdict
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    settings = Settings(db=tmp_path_factory.mktemp("replan-context") / "s.duckdb", host="127.0.0.1", grpc_port=0)
+@pytest.fixture(scope="module", params=BACKENDS)
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("replan-context")
+    store = {"store": "clickhouse", "clickhouse_url": f"chdb://{root / 'clickhouse'}"} if request.param == "clickhouse" else {}
+    settings = Settings(db=root / "s.duckdb", host="127.0.0.1", grpc_port=0, **store)
     thread = _ServerThread(settings)
     server = thread.start()
     try:
@@ -109,6 +112,8 @@ def test_routes_and_steps_add_up_the_replans(loaded: Any) -> None:
 
 def test_an_older_store_gets_the_columns_from_its_spans(loaded: Any) -> None:
     settings, _, fresh = loaded
+    if settings.store != "duckdb":
+        pytest.skip("the upgrade of a DuckDB file from before the plan_spans context columns")
     version = MIGRATIONS.index(PLAN_SPANS_CONTEXT_MIGRATION) + 1
     conn = duckdb.connect(str(settings.db))
     try:

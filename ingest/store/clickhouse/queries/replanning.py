@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ingest.queries.filters import CommonFilters
-from ingest.queries.replanning import CANDIDATES, TOP_RUNS, ReplanningRows
+from ingest.queries.replanning import CANDIDATES, RECENT_REPLANS, TOP_RUNS, ReplanningRows
 from ingest.store.clickhouse.queries._common import RUNS, dicts, runs_common_where
 from ingest.store.clickhouse.queries.run_scope import scoped_from
 from tracer.conventions import OperationClass as Op
@@ -171,6 +171,71 @@ def _versions_and_totals(cur: Any, filters: CommonFilters) -> tuple[dict[str, An
     return totals, versions, dicts(cur)
 
 
+def _routes(cur: Any, filters: CommonFilters) -> list[dict[str, Any]]:
+    """The router's decisions per (rule's granularity, granularity used), as DuckDB's `_routes`."""
+    source, params = _plan_spans(filters)
+    cur.execute(
+        f"""
+        SELECT p.route_rule AS rule, p.granularity, count() AS replans,
+            countIf(ifNull(p.route_escalated, false)) AS escalated,
+            countIf(ifNull(p.escalation_reset, false)) AS escalation_resets,
+            {_top("p.trace_id", "p.start_time")} AS examples
+        {source} WHERE p.operation = ?
+        GROUP BY p.route_rule, p.granularity ORDER BY replans DESC, rule ASC NULLS LAST, p.granularity
+        """,
+        [*params, _REPLAN],
+    )
+    return dicts(cur)
+
+
+def _steps(cur: Any, filters: CommonFilters) -> dict[str, Any]:
+    """Steps admitted replans kept, dropped and added, and the results they found stale or void."""
+    source, params = _plan_spans(filters)
+    cur.execute(
+        f"""
+        SELECT toInt64(sum(length(p.kept))) AS kept, toInt64(sum(length(p.dropped))) AS dropped,
+            toInt64(sum(length(p.added))) AS added,
+            toInt64(ifNull(sum(p.variables_stale), 0)) AS stale_results,
+            toInt64(ifNull(sum(p.variables_void), 0)) AS void_results
+        {source} WHERE p.operation = ? AND p.verdict = ?
+        """,
+        [*params, _REPLAN, _ADMITTED],
+    )
+    return dicts(cur)[0]
+
+
+# Array columns ClickHouse cannot store as NULL: an attribute the span did not have reads [] here and
+# NULL on DuckDB. Lessons are only ever sent non-empty; the step changes only on admitted replans.
+_LESSONS = ("lessons",)
+_CHANGES = ("kept", "dropped", "added")
+
+
+def _recent(cur: Any, filters: CommonFilters) -> list[dict[str, Any]]:
+    """The newest replan spans with what the replanner was given and what it changed."""
+    source, params = _plan_spans(filters)
+    cur.execute(
+        f"""
+        SELECT p.trace_id, p.project, p.start_time, r.agent, r.version, p.from_version, p.to_version,
+            p.granularity, p.route_rule, p.route_escalated, p.escalation_reset, p.cause, p.failed_step,
+            p.verdict, p.refusal, p.kept, p.dropped, p.added, p.lessons, p.variables_clean, p.variables_stale,
+            p.variables_void, p.tool_calls, p.budget_used_tokens
+        {source} LEFT JOIN runs AS r FINAL ON r.project = p.project AND r.trace_id = p.trace_id
+        WHERE p.operation = ?
+        ORDER BY p.start_time DESC, p.span_id
+        LIMIT {RECENT_REPLANS}{_NULLS}
+        """,
+        [*params, _REPLAN],
+    )
+    rows = dicts(cur)
+    for row in rows:
+        for column in _LESSONS:
+            row[column] = row[column] or None
+        if row["verdict"] != _ADMITTED:
+            for column in _CHANGES:
+                row[column] = row[column] or None
+    return rows
+
+
 def replanning_rows(cur: Any, filters: CommonFilters) -> ReplanningRows:
     """Every figure of `GET /api/replanning` for the runs the filters select."""
     totals, versions, runs = _versions_and_totals(cur, filters)
@@ -182,4 +247,7 @@ def replanning_rows(cur: Any, filters: CommonFilters) -> ReplanningRows:
         exhausted=_exhausted(cur, filters),
         versions=versions,
         runs=runs,
+        routes=_routes(cur, filters),
+        steps=_steps(cur, filters),
+        recent=_recent(cur, filters),
     )

@@ -13,8 +13,17 @@ from typing import Any
 
 from ingest.errors import NotAvailable
 from ingest.filters.compile import Sql
-from ingest.queries.filters import Where, like_contains, project_clause
-from ingest.queries.runs import RUN_COLUMNS, RUN_SELECT, RunFilters, RunKey, RunsPage, SortField, SortOrder
+from ingest.queries.filters import Where, project_clause
+from ingest.queries.runs import (
+    RUN_COLUMNS,
+    RUN_SELECT,
+    RunFilters,
+    RunKey,
+    RunsPage,
+    SortField,
+    SortOrder,
+    add_run_filters,
+)
 from ingest.store.clickhouse.queries._common import RUNS, dicts, runs_common_where
 
 __all__ = ["RUN_COLUMNS", "RunFilters", "RunKey", "RunsPage", "find_runs_by_trace", "list_runs", "runs_where"]
@@ -29,35 +38,9 @@ SORT_EXPRESSIONS: dict[str, str] = {
 
 
 def runs_where(f: RunFilters) -> Where:
-    where = runs_common_where(f)
-    if f.ok is not None:
-        where.add("ok = ?", f.ok)
-    if f.stop_reason is not None:
-        where.add("stop_reason = ?", f.stop_reason)
-    if f.model is not None:
-        where.add("has(models, ?)", f.model)
-    if f.user is not None:
-        where.add("user_id = ?", f.user)
-    if f.conversation is not None:
-        where.add("conversation_id = ?", f.conversation)
-    if f.min_cost is not None:
-        where.add("cost_usd >= ?", f.min_cost)
-    if f.min_steps is not None:
-        where.add("steps >= ?", f.min_steps)
-    if f.eval_run_id is not None:
-        where.add("eval_run_id = ?", f.eval_run_id)
-    if f.eval_case_id is not None:
-        where.add("eval_case_id = ?", f.eval_case_id)
-    if f.task_id is not None:
-        where.add("task_id = ?", f.task_id)
-    if f.release is not None:
-        where.add("release_name = ?", f.release)
-    if f.cohort is not None:
-        where.add("release_cohort = ?", f.cohort)
-    if f.q:
-        pattern = like_contains(f.q)  # ClickHouse's LIKE escapes with a backslash by default
-        where.add("name ILIKE ? OR agent ILIKE ?", pattern, pattern)
-    return where
+    # ClickHouse's LIKE escapes with a backslash by default (no ESCAPE clause)
+    return add_run_filters(runs_common_where(f), f, has_model="has(models, ?)",
+                           name_or_agent_like="name ILIKE ? OR agent ILIKE ?")
 
 
 def list_runs(
