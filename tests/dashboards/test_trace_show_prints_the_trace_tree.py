@@ -10,8 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernel.truncation import truncate_observation
 from tests.dashboards.conftest import LoadedServer
 from tests.dashboards.test_api_down_or_old_server_gives_clear_messages import closed_port_url
+from tests.dashboards.workload import dump_listing
 
 STEPLENS = shutil.which("steplens", path=str(Path(sys.executable).parent)) or "steplens"
 
@@ -38,7 +40,10 @@ def test_failed_run_tree_shows_steps_tools_and_errors(loaded_server: LoadedServe
 def test_truncation_is_marked(loaded_server: LoadedServer) -> None:
     out = trace_show(loaded_server.runs.truncated, "--api", loaded_server.url)
     assert out.returncode == 0, out.stderr
-    assert "truncated: 7022 tokens dropped" in out.stdout and "(truncated)" in out.stdout
+    # what the kernel's truncation dropped from the workload's `dump` observation (its 60-token limit)
+    dropped = truncate_observation(dump_listing(400), 60).dropped_tokens
+    assert dropped > 7000
+    assert f"truncated: {dropped} tokens dropped" in out.stdout and "(truncated)" in out.stdout
 
 
 def test_big_trace_is_capped(loaded_server: LoadedServer) -> None:

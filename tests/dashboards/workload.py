@@ -24,10 +24,15 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
+def dump_listing(n: int) -> str:
+    """The `dump` tool's output (tests compute what truncating it must drop from the same text)."""
+    return "\n".join(f"line {i}: " + "x" * 60 for i in range(n))
+
+
 @tool
 async def dump(n: int) -> str:
     """Return a long listing."""
-    return "\n".join(f"line {i}: " + "x" * 60 for i in range(n))
+    return dump_listing(n)
 
 
 @tool
