@@ -212,11 +212,15 @@ def build_server(api: SteplensApi) -> MCPServer:
 
     @tool
     async def regressions(
-        comparison: Annotated[Literal["window", "release", "drift"], Field(
+        comparison: Annotated[Literal["window", "release", "drift", "cohort"], Field(
             description="window: the last `window` vs the `baseline` before it; release: newest version vs the "
-                        "previous; drift: CUSUM over buckets.")] = "window",
+                        "previous; drift: CUSUM over buckets; cohort: a gray release's candidate vs its stable "
+                        "cohort over the same since..until.")] = "window",
         window: str = "24h", baseline: str = "7d", agent: Agent = None, mode: Mode = None,
         baseline_version: str | None = None, current_version: str | None = None,
+        release: Annotated[str | None, Field(
+            description="cohort: the gray release to compare (default every release in range).")] = None,
+        since: Since = None, until: Until = None,
         metrics: Annotated[str | None, Field(description="Comma-separated metric keys (default all).")] = None,
         cursor: CursorArg = None, max_chars: MaxChars = DEFAULT_MAX_CHARS,
     ) -> dict[str, Any]:
@@ -225,7 +229,8 @@ def build_server(api: SteplensApi) -> MCPServer:
         budget, at = check_budget(max_chars), decode_cursor(cursor)
         answer = await api.get("/regressions", {
             "comparison": comparison, "window": window, "baseline": baseline, "agent": agent, "mode": mode,
-            "baseline_version": baseline_version, "current_version": current_version, "metrics": metrics})
+            "baseline_version": baseline_version, "current_version": current_version, "metrics": metrics,
+            "release": release, "since": since, "until": until})
         items = [clip(f) for f in answer.get("findings", [])] + [clip(_no_series(d)) for d in answer.get("drift", [])]
         items.sort(key=lambda item: not item.get("flagged"))  # flagged first, each group in the API's order
         return page_answer("findings", items, at, None, budget,
