@@ -15,6 +15,7 @@ import asyncio
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
@@ -159,7 +160,7 @@ def build_views_router(store: Any, read_access: Callable[..., Any] | None = None
                 raise HTTPException(403, "a key saves views in its own project only")
             project = body.project
         spec = body.spec()
-        return ViewOut.of(await write(lambda conn: views.insert_view(conn, project, spec, caller.name)))
+        return ViewOut.of(await write(partial(views.insert_view, project=project, spec=spec, created_by=caller.name)))
 
     @router.get("/views/{view_id}", response_model=ViewOut, summary="One saved view")
     def get_one(view_id: str, access: Annotated[ReadAccess, Depends(read_access)]) -> ViewOut:
@@ -168,11 +169,11 @@ def build_views_router(store: Any, read_access: Callable[..., Any] | None = None
     @router.put("/views/{view_id}", response_model=ViewOut, summary="Replace a saved view's content (scope read)")
     async def replace(view_id: str, body: ViewIn, caller: Annotated[Principal, Depends(caller_dep)]) -> ViewOut:
         spec = body.spec()
-        return found(await write(lambda conn: views.update_view(conn, view_id, _projects(caller), spec)), view_id)
+        return found(await write(partial(views.update_view, view_id=view_id, projects=_projects(caller), spec=spec)), view_id)
 
     @router.delete("/views/{view_id}", status_code=204, summary="Delete a saved view (scope read)")
     async def delete(view_id: str, caller: Annotated[Principal, Depends(caller_dep)]) -> Response:
-        if not await write(lambda conn: views.delete_view(conn, view_id, _projects(caller))):
+        if not await write(partial(views.delete_view, view_id=view_id, projects=_projects(caller))):
             raise HTTPException(404, f"no saved view {view_id[:64]!r} visible to this key")
         return Response(status_code=204)
 

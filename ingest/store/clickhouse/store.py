@@ -13,9 +13,10 @@ import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
-from ingest.errors import StorageUnavailable
+from ingest.errors import NotAvailable, StorageUnavailable
 from ingest.normalize.process import NormalizePool
 from ingest.store.backend import CLICKHOUSE_QUERIES
 from ingest.store.clickhouse.cursor import ClickHouseCursor
@@ -30,6 +31,7 @@ from ingest.store.writer import WriterHooks
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_OWN_PACKAGE = "ingest.store.clickhouse"  # where this store's write functions live
 
 
 class ClickHouseStore(SpanStore):
@@ -154,8 +156,16 @@ class ClickHouseStore(SpanStore):
 
     def run_write(self, fn: Callable[[Any], T]) -> Future[T]:
         """Run `fn(cursor)` on this node's one write thread, so its small read-then-write services
-        (saved views) are serialized here as on DuckDB's writer; `fn` must be this store's SQL,
-        taken from `queries_of(store)`. The cursor has the query time limit of a read."""
+        (saved views) are serialized here as on DuckDB's writer. `fn` must be one of this store's
+        write functions (defined under ingest.store.clickhouse, or a functools.partial of one, as
+        `queries_of(store)` hands out); any other is a service still writing DuckDB SQL and is
+        refused with NotAvailable (501), never run against ClickHouse."""
+        target = fn.func if isinstance(fn, partial) else fn
+        if not getattr(target, "__module__", "").startswith(f"{_OWN_PACKAGE}."):
+            raise NotAvailable(
+                "not available on the clickhouse store yet: score configs, alerts, queues and evaluators are "
+                "written on store=duckdb"
+            )
         if not self._started:
             raise RuntimeError("the span store is not started")
         with self._lock:
