@@ -1,8 +1,8 @@
 """The ClickHouse sessions, agent-graph and diff queries return what DuckDB's return over the same
 spans: three conversations (one across two projects, one cut by the time range), a run without
 one, users, a run's task and answer, LLM messages, tool arguments and results (JSON objects,
-plain text and a number), step observations, a failed tool call, a late root and a retried batch,
-each loaded through the store's own receive path."""
+plain text and a number), step observations, logged message events, a failed tool call, a late
+root and a retried batch, each loaded through the store's own receive path."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tests.ingest.store.clickhouse.queries.test_ported_queries_answer_as_duckdb_
     _first_difference,
     _plain,
 )
+from tests.ingest.store.crash_writer import logs_for
 from tests.ingest.store.otlp_build import T0, S, agent_run, request
 from tracer import conventions as c
 
@@ -70,10 +71,13 @@ async def stores(open_ch_store, open_store, tmp_path):
             requests.append(("q" if i == 4 else "p", request([root, *children])))
     other_root, other_children = _run(6, "conv-1", "u9")  # another project's run of the same conversation id
     requests.append(("q", request([other_root, *other_children])))
+    first_turn = requests[0][1]  # its spans' user-message events are logged too (the transcript's last resort)
     for store in (ch, duck):
         for project, req in requests:
             await store.submit(project, req)
             assert store.wait_loaded(30)
+        await store.submit_logs("p", logs_for(first_turn))
+        assert store.wait_loaded(30)
     return duck, ch
 
 
@@ -124,6 +128,7 @@ def test_session_turns_and_transcript_content_equal(stores) -> None:
     assert project == "p" and total == len(turns) == 3
     first = content[turns[0]["trace_id"]]
     assert first["root"][c.RUN_TASK] == "question 0" and "q0.1" in first["first_llm"][c.GEN_AI_INPUT_MESSAGES]
+    assert len(first["logs"]) == 4 and not content[turns[1]["trace_id"]]["logs"]  # root, step, chat, tool
 
 
 def _graph(q: Any, cur: Any, f: CommonFilters, max_runs: int) -> Any:
