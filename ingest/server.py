@@ -418,13 +418,14 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
     jobs = build_jobs(settings, store)  # the singleton jobs (ingest/jobs.py), started by jobs_router below
     if getattr(store, "name", "duckdb") != "duckdb":
         # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
-        # services writing DuckDB tables (alerts, queues, evaluators, views...) answer 501 for now
+        # services writing DuckDB tables (alerts, queues, evaluators...) answer 501 for now
         from ingest.api.not_available import build_not_available_router
 
         return [
             ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
             ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
             ("/api", build_sql_router(store, settings)),  # the checked query rendered in its SQL
+            ("/api", build_views_router(store, timeout_s=settings.query_timeout_s)),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
             ("", jobs_router(jobs, run=run_jobs)),
         ]

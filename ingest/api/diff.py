@@ -12,14 +12,15 @@ from ingest.api.analytics_params import DiffParams
 from ingest.api.diffing import align, run_steps
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.models import Run
-from ingest.store.backend import DUCKDB_QUERIES, QueryNamespace, queries_of
+from ingest.store.backend import QueryNamespace, queries_of
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
 def _load(
-    cur: Any, trace_id: str, projects: frozenset[str] | None, queries: QueryNamespace = DUCKDB_QUERIES
+    cur: Any, trace_id: str, projects: frozenset[str] | None, queries: QueryNamespace
 ) -> tuple[dict | None, list[dict]]:
+    """The run of `trace_id` and its step/tool spans, read with the store's own queries."""
     runs = queries.runs.find_runs_by_trace(cur, trace_id, projects)
     if not runs:
         return None, []
@@ -46,8 +47,9 @@ def add_diff_routes(
                 raise HTTPException(400, f"{name} must be a trace id of 32 hexadecimal characters")
         a_id, b_id = params.a.lower(), params.b.lower()
         projects = access.narrow(params.project)
+        queries = queries_of(store)
         (run_a, rows_a), (run_b, rows_b) = run_read(
-            store, lambda cur: (_load(cur, a_id, projects, queries_of(store)), _load(cur, b_id, projects, queries_of(store))), timeout_s
+            store, lambda cur: (_load(cur, a_id, projects, queries), _load(cur, b_id, projects, queries)), timeout_s
         )
         for name, tid, run in (("a", a_id, run_a), ("b", b_id, run_b)):
             if run is None:

@@ -15,6 +15,7 @@ import asyncio
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
@@ -25,6 +26,7 @@ from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import parse_time
 from ingest.auth import Principal, require_scope
 from ingest.queries import views as db
+from ingest.store.backend import queries_of
 
 _PAGE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _PARAM = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -124,6 +126,7 @@ def build_views_router(store: Any, read_access: Callable[..., Any] | None = None
     """Mount under /api. `store` needs `read()` and `run_write(fn) -> Future` (SpanStore)."""
     read_access = read_access or principal_read_access()
     readable: ReadableStore = store
+    views = queries_of(store).views  # the store's own SQL for reads and writes
     router = APIRouter(tags=["views"])
     caller_dep = require_scope("read")
 
@@ -146,7 +149,7 @@ def build_views_router(store: Any, read_access: Callable[..., Any] | None = None
         page: Annotated[str | None, Query(max_length=64)] = None,
         project: Annotated[str | None, Query(max_length=200)] = None,
     ) -> ViewsOut:
-        rows = run_read(readable, lambda cur: db.list_views(cur, access.narrow(project), page), timeout_s)
+        rows = run_read(readable, lambda cur: views.list_views(cur, access.narrow(project), page), timeout_s)
         return ViewsOut(views=[ViewOut.of(r) for r in rows])
 
     @router.post("/views", response_model=ViewOut, status_code=201, summary="Save a view (a write, scope read)")
@@ -157,20 +160,20 @@ def build_views_router(store: Any, read_access: Callable[..., Any] | None = None
                 raise HTTPException(403, "a key saves views in its own project only")
             project = body.project
         spec = body.spec()
-        return ViewOut.of(await write(lambda conn: db.insert_view(conn, project, spec, caller.name)))
+        return ViewOut.of(await write(partial(views.insert_view, project=project, spec=spec, created_by=caller.name)))
 
     @router.get("/views/{view_id}", response_model=ViewOut, summary="One saved view")
     def get_one(view_id: str, access: Annotated[ReadAccess, Depends(read_access)]) -> ViewOut:
-        return found(run_read(readable, lambda cur: db.get_view(cur, view_id, access.projects), timeout_s), view_id)
+        return found(run_read(readable, lambda cur: views.get_view(cur, view_id, access.projects), timeout_s), view_id)
 
     @router.put("/views/{view_id}", response_model=ViewOut, summary="Replace a saved view's content (scope read)")
     async def replace(view_id: str, body: ViewIn, caller: Annotated[Principal, Depends(caller_dep)]) -> ViewOut:
         spec = body.spec()
-        return found(await write(lambda conn: db.update_view(conn, view_id, _projects(caller), spec)), view_id)
+        return found(await write(partial(views.update_view, view_id=view_id, projects=_projects(caller), spec=spec)), view_id)
 
     @router.delete("/views/{view_id}", status_code=204, summary="Delete a saved view (scope read)")
     async def delete(view_id: str, caller: Annotated[Principal, Depends(caller_dep)]) -> Response:
-        if not await write(lambda conn: db.delete_view(conn, view_id, _projects(caller))):
+        if not await write(partial(views.delete_view, view_id=view_id, projects=_projects(caller))):
             raise HTTPException(404, f"no saved view {view_id[:64]!r} visible to this key")
         return Response(status_code=204)
 

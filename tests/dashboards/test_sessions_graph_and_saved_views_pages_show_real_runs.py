@@ -11,12 +11,17 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.dashboards.conftest import open_page, send_otlp, texts
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec, ns
 from tracer import conventions as c
 
 ALL = {"since": "all"}
+
+# the pages only call the API: each runs against a server on either store
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def _told(emitter: Emitter, i: int) -> None:
@@ -35,8 +40,8 @@ def _links(at: Any) -> list[tuple[str, str]]:
     return [(el.proto.page.rsplit("/", 1)[-1].removesuffix(".py"), el.proto.query_string) for el in at.get("page_link")]
 
 
-def _load(start_ingest_server: Any) -> tuple[Any, list[RunSpec]]:
-    srv = start_ingest_server(grpc_port=0)
+def _load(start_ingest_server: Any, backend: str) -> tuple[Any, list[RunSpec]]:
+    srv = start_ingest_server(grpc_port=0, store=backend)
     emitter = Emitter()
     runs = [emitter.run(RunSpec(start=T0 + timedelta(minutes=i), conversation="conv-1", user="u1", failing_tools=i))
             for i in range(2)]  # fmt: skip
@@ -47,8 +52,8 @@ def _load(start_ingest_server: Any) -> tuple[Any, list[RunSpec]]:
     return srv, runs
 
 
-def test_sessions_page_lists_and_reads_a_conversation(start_ingest_server: Any, ui_env: Any) -> None:
-    srv, runs = _load(start_ingest_server)
+def test_sessions_page_lists_and_reads_a_conversation(start_ingest_server: Any, ui_env: Any, backend: str) -> None:
+    srv, runs = _load(start_ingest_server, backend)
     ui_env(srv.http_url)
     at = open_page("sessions", ALL)
     assert not at.exception
@@ -69,8 +74,8 @@ def test_sessions_page_lists_and_reads_a_conversation(start_ingest_server: Any, 
     assert "**question 0** [x](http://evil)" in said and "answer 1" in said  # as text, never Markdown
 
 
-def test_graph_page_and_trace_graph_tab(start_ingest_server: Any, ui_env: Any) -> None:
-    srv, runs = _load(start_ingest_server)
+def test_graph_page_and_trace_graph_tab(start_ingest_server: Any, ui_env: Any, backend: str) -> None:
+    srv, runs = _load(start_ingest_server, backend)
     ui_env(srv.http_url)
     at = open_page("graph", ALL)
     assert not at.exception and not at.error
@@ -89,8 +94,8 @@ def test_graph_page_and_trace_graph_tab(start_ingest_server: Any, ui_env: Any) -
         "gpt-4o-mini": 2, "lookup": 2}  # this run's own calls only
 
 
-def test_saved_view_link_restores_its_filters(start_ingest_server: Any, ui_env: Any) -> None:
-    srv, _ = _load(start_ingest_server)
+def test_saved_view_link_restores_its_filters(start_ingest_server: Any, ui_env: Any, backend: str) -> None:
+    srv, _ = _load(start_ingest_server, backend)
     made = httpx.post(srv.http_url + "/api/views", json={
         "name": "u1's conversations", "page": "sessions", "since": "all", "params": {"user": "u1", "mode": "live"}})
     assert made.status_code == 201, made.text
@@ -102,8 +107,8 @@ def test_saved_view_link_restores_its_filters(start_ingest_server: Any, ui_env: 
     assert ("sessions", f"view={made.json()['view_id']}") in _links(at)  # the sidebar lists the view
 
 
-def test_saving_a_view_from_the_sidebar_stores_the_pages_url_state(start_ingest_server: Any, ui_env: Any) -> None:
-    srv, _ = _load(start_ingest_server)
+def test_saving_a_view_from_the_sidebar_stores_the_pages_url_state(start_ingest_server: Any, ui_env: Any, backend: str) -> None:
+    srv, _ = _load(start_ingest_server, backend)
     ui_env(srv.http_url)
     at = open_page("sessions", {**ALL, "user": "u1", "agent": "support_agent"})
     assert not at.exception

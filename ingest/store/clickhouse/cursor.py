@@ -118,10 +118,10 @@ class ClickHouseCursor:
         self._next = 0
         self.closed = False
 
-    def _settings(self) -> dict[str, Any]:
+    def _settings(self, final: bool = True) -> dict[str, Any]:
         # `final`: every table read as if with FINAL, so a read never sees a replaced run version,
         # a retried span not merged yet or a tombstone, whether or not the query says FINAL
-        settings: dict[str, Any] = {"final": 1}
+        settings: dict[str, Any] = {"final": 1} if final else {}
         if self._deadline is None:
             return settings
         left = self._deadline - time.monotonic()
@@ -143,6 +143,14 @@ class ClickHouseCursor:
         self._rows = None
         self._next = 0
         return self
+
+    def command(self, sql: str, params: list[Any] | tuple[Any, ...] | None = None) -> None:
+        """A statement without a result (an INSERT ... SELECT of bound values), within the same
+        time budget. A Distributed table forwards it before answering, so the next read sees it."""
+        if self.closed:
+            raise RuntimeError("the cursor is closed")
+        text, bound = bind(sql, params)
+        self._transport.command(text, bound, {**self._settings(final=False), "insert_distributed_sync": 1})
 
     @property
     def description(self) -> list[tuple[str, str, None, None, None, None, None]] | None:

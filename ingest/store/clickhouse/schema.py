@@ -39,6 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ingest.store.clickhouse.schema_views import views_migration
+
 # How many recent insert tokens a non-replicated table remembers (a replay after a crash re-sends at
 # most the spool's unloaded tail, far fewer inserts than this).
 DEDUP_WINDOW = 10_000
@@ -327,4 +329,4 @@ def migrations(database: str, cluster: str | None = None) -> list[list[str]]:
     analytics: list[str] = []
     for table in ANALYTICS_TABLES:
         analytics += create_table(table, database, cluster)
-    return [first, analytics]
+    return [first, analytics, views_migration(database, cluster)]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from ingest.errors import NotAvailable, StorageUnavailable
@@ -30,6 +31,7 @@ from ingest.store.writer import WriterHooks
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_OWN_PACKAGE = "ingest.store.clickhouse"  # where this store's write functions live
 
 
 class ClickHouseStore(SpanStore):
@@ -37,6 +39,7 @@ class ClickHouseStore(SpanStore):
 
     name = "clickhouse"
     queries = CLICKHOUSE_QUERIES
+    _write_pool: ThreadPoolExecutor | None = None  # run_write's thread, made on first use
 
     def _connect(self) -> Transport:
         """A connection to ClickHouse with the schema migrated (the writer calls it until it works)."""
@@ -116,6 +119,9 @@ class ClickHouseStore(SpanStore):
             return
         with self._lock:
             self._accepting = False
+            pool, self._write_pool = self._write_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)  # the writes in flight finish before the transport closes
         assert self._committer is not None and self._writer is not None
         self._committer.close()
         if self._pool is not None:
@@ -149,8 +155,25 @@ class ClickHouseStore(SpanStore):
             cursor.close()
 
     def run_write(self, fn: Callable[[Any], T]) -> Future[T]:
-        """Writes of the alert, queue and evaluator services are DuckDB SQL: not on this store yet."""
-        raise NotAvailable(
-            "not available on the clickhouse store yet: score configs, alerts, queues, views and evaluators are "
-            "written on store=duckdb"
-        )
+        """Run `fn(cursor)` on this node's one write thread, so its small read-then-write services
+        (saved views) are serialized here as on DuckDB's writer. `fn` must be one of this store's
+        write functions (defined under ingest.store.clickhouse, or a functools.partial of one, as
+        `queries_of(store)` hands out); any other is a service still writing DuckDB SQL and is
+        refused with NotAvailable (501), never run against ClickHouse."""
+        target = fn.func if isinstance(fn, partial) else fn
+        if not getattr(target, "__module__", "").startswith(f"{_OWN_PACKAGE}."):
+            raise NotAvailable(
+                "not available on the clickhouse store yet: score configs, alerts, queues and evaluators are "
+                "written on store=duckdb"
+            )
+        if not self._started:
+            raise RuntimeError("the span store is not started")
+        with self._lock:
+            if self._write_pool is None:
+                self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="clickhouse-writes")
+            pool = self._write_pool
+        return pool.submit(self._run_write, fn)
+
+    def _run_write(self, fn: Callable[[Any], T]) -> T:
+        with self.read() as cursor:
+            return fn(cursor)

@@ -12,8 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter, RunSpec
+
+# every test here runs once per store: the answers must be the same on both
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "frameworks"
 ALL_TIME = {"since": "2000-01-01T00:00:00Z"}

@@ -6,6 +6,10 @@ from __future__ import annotations
 import pytest
 
 from tests.ingest.api.analytics_runs import Chat, Run, RunEmitter, Step, Tool
+from tests.ingest.api.harness import BACKENDS
+
+# every test here runs once per store: the answers must be the same on both
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def steps(second_args: dict, third_obs: str, extra: bool = False) -> list[Step]:

@@ -11,8 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 
 A, B = "views-key-a-0123456789", "views-key-b-0123456789"
 
@@ -21,9 +23,12 @@ def _call(srv: Any, method: str, path: str, key: str | None, **kw: Any) -> httpx
     return httpx.request(method, srv.http_url + path, headers={"x-api-key": key} if key else {}, timeout=30, **kw)
 
 
-def test_views_round_trip_isolated_per_project(start_ingest_server: Callable[..., Any], tmp_path: Any) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_views_round_trip_isolated_per_project(
+    start_ingest_server: Callable[..., Any], tmp_path: Any, backend: str
+) -> None:
     keys = [ApiKey(key=A, project="A", scopes=["read"]), ApiKey(key=B, project="B", scopes=["read"])]
-    srv = start_ingest_server(grpc_port=0, api_keys=keys, db=tmp_path / "views.duckdb")
+    srv = start_ingest_server(grpc_port=0, api_keys=keys, db=tmp_path / "views.duckdb", store=backend)
     body = {"name": "failing refunds", "page": "runs", "filter": 'attributes["gen_ai.tool.name"] = "refund"',
             "since": "7d", "params": {"agent": "support", "mode": "live,eval"}}
     made = _call(srv, "POST", "/api/views", A, json=body)

@@ -11,7 +11,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
+
+# every test here runs once per store: the answers must be the same on both
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 WINDOW = {"since": (T0 - timedelta(days=1)).isoformat(), "until": (T0 + timedelta(days=1)).isoformat()}
 

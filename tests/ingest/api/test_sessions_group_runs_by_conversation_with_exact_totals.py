@@ -16,8 +16,12 @@ from urllib.parse import quote
 import pytest
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec, ns
 from tracer import conventions as c
+
+# every test here runs once per store: the answers must be the same on both
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 KEY_A, KEY_B = "sessions-key-a-0123456789", "sessions-key-b-0123456789"
 WINDOW = {"since": (T0 - timedelta(days=1)).isoformat(), "until": (T0 + timedelta(days=1)).isoformat()}

@@ -7,4 +7,6 @@ goes through `FINAL`, so a retried span, a replaced score or a run rewritten by 
 counted once; aggregates that the API promises as exact figures use the interpolation DuckDB uses
 (`quantileExactInclusive` = `quantile_cont`), and empty aggregates are NULL as in DuckDB.
 A module missing here makes its endpoints answer 501 on the clickhouse store.
+Writes of small services live beside their reads (views.py: saved views) and run through
+`ClickHouseStore.run_write`, which accepts only functions of this package.
 """

@@ -44,6 +44,8 @@ def test_tables_have_duckdbs_columns_and_migrating_twice_is_a_no_op(chdb: ChdbTr
             [table.name],
         ).fetchall()]  # fmt: skip
         extra = ["revision"] if table.name == "runs" else ["revision", "is_deleted"] if table.per_trace_key else []
+        if table.name == "saved_views":
+            extra = ["is_deleted"]  # a delete is a tombstone row (schema_views.py)
         assert _columns(chdb, table.name) == expected + extra, table.name
 
 
@@ -62,6 +64,13 @@ def test_cluster_ddl_is_accepted_by_the_clickhouse_parser(chdb: ChdbTransport) -
         formatted = chdb.query_arrow("SELECT formatQuery({q:String})", {"q": statement}).column(0)[0].as_py()
         assert "ON CLUSTER prod" in formatted, formatted
     statements += migrations("steplens", "prod")[1]
+    views = migrations("steplens", "prod")[2]
+    assert [v.split(" ON CLUSTER")[0] for v in views] == [
+        "ALTER TABLE `steplens`.`saved_views_local`", "ALTER TABLE `steplens`.`saved_views`"
+    ]  # the replicated table and the Distributed one over it
+    for statement in views:
+        formatted = chdb.query_arrow("SELECT formatQuery({q:String})", {"q": statement}).column(0)[0].as_py()
+        assert "ON CLUSTER prod" in formatted and "ADD COLUMN IF NOT EXISTS `is_deleted` UInt8" in formatted, formatted
     spans_local, spans = migrations("steplens", "prod")[0][:2]
     assert "ReplicatedReplacingMergeTree(" in spans_local and "ORDER BY (project, trace_id, span_id)" in spans_local
     assert "ENGINE = Distributed(`prod`, `steplens`, `spans_local`, cityHash64(trace_id))" in spans
