@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -133,6 +134,14 @@ def send(http_url: str, store: object, runs: list[Run], batch: int = 500) -> Non
                             headers={"Content-Type": "application/x-protobuf"})
             assert r.status_code == 200, r.text
     assert store.wait_loaded(30), "spans acknowledged but not loaded within 30 s"  # type: ignore[attr-defined]
+
+
+def store_overrides(backend: str, root: Path) -> dict[str, str]:
+    """Settings that put a test server on `backend` (tests/ingest/api/harness.py BACKENDS): embedded
+    chDB in `root` for clickhouse, nothing for duckdb (the default store)."""
+    if backend == "clickhouse":
+        return {"store": "clickhouse", "clickhouse_url": f"chdb://{root / 'clickhouse'}"}
+    return {}
 
 
 def wait_first_evaluation(url: str, timeout: float = 15.0, key: str | None = None) -> None:
