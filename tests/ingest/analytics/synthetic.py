@@ -51,6 +51,7 @@ class Run:
     tool_errors: int = 0
     duration_ms: float = 1000.0
     handoff_reason: str | None = None  # steplens.run.handoff.reason on the run span when set
+    release: tuple[str, str] | None = None  # (release name, cohort) a gray release routed the run to
 
 
 def population(
@@ -97,6 +98,9 @@ def encode(runs: Iterable[Run]) -> bytes:
                 c.RUN_STEPS: run.steps, c.RUN_MODE: c.RunMode.LIVE.value,
             },
         )
+        if run.release is not None:
+            root.set_attribute(c.RELEASE_NAME, run.release[0])
+            root.set_attribute(c.RELEASE_COHORT, run.release[1])
         if run.handoff_reason is not None:
             root.set_attribute(c.RUN_HANDOFF_REASON, run.handoff_reason)
             root.set_attribute(c.RUN_HANDOFF_TARGET, "human")
