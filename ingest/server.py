@@ -418,7 +418,8 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
     jobs = build_jobs(settings, store)  # the singleton jobs (ingest/jobs.py), started by jobs_router below
     if getattr(store, "name", "duckdb") != "duckdb":
         # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
-        # services writing DuckDB tables (alerts, queues, evaluators, views...) answer 501 for now
+        # services writing DuckDB tables (queues, evaluators, views...) answer 501 for now; regressions and
+        # alerts run on it (alerts: the jobs built the service, ingest/jobs.py)
         from ingest.api.not_available import build_not_available_router
 
         return [

@@ -149,8 +149,9 @@ class ClickHouseStore(SpanStore):
             cursor.close()
 
     def run_write(self, fn: Callable[[Any], T]) -> Future[T]:
-        """Writes of the alert, queue and evaluator services are DuckDB SQL: not on this store yet."""
+        """Writes of the queue and evaluator services are DuckDB SQL: not on this store yet (alerts write
+        through ingest/store/clickhouse/queries/alerts.py)."""
         raise NotAvailable(
-            "not available on the clickhouse store yet: score configs, alerts, queues, views and evaluators are "
+            "not available on the clickhouse store yet: score configs, queues, views and evaluators are "
             "written on store=duckdb"
         )
