@@ -2,9 +2,12 @@
 
 Why these engines (ClickHouse has no transactions, and the guarantee is "a worker restart or two
 writes of the same evaluation never notify twice"):
-- `alert_state`: ReplacingMergeTree(last_evaluated) ordered by (rule, subject). Each evaluation
-  inserts every subject's new state; reads (FINAL) see the latest one per (rule, subject), so a
-  restarted worker resumes from the stored firing state and cooldown clock instead of firing again.
+- `alert_state`: ReplacingMergeTree(revision) ordered by (rule, subject), DuckDB's columns plus
+  `revision`: each evaluation inserts every subject's new state with the stored state's revision
+  + 1; reads (FINAL) see the latest one per (rule, subject), so a restarted worker resumes from the
+  stored firing state and cooldown clock instead of firing again. A counter and not a time: a
+  worker clock stepping back must not hide newer states (it would resolve the same alert on every
+  evaluation), and the same evaluation written twice gets the same revision (identical rows).
 - `alert_events`: ReplacingMergeTree ordered by (rule, subject, time, kind), the identity of an
   event (its id is a digest of the same four, ingest/alerts/state.py `event_id`): the same
   evaluation written twice is one event, whether the second insert is dropped by block
@@ -31,10 +34,11 @@ def alert_tables() -> tuple[Table, Table]:
     state = Table(
         "alert_state",
         _columns(
-            "rule str, subject str, status str, since ts, last_notified ts?, last_evaluated ts, value f64?, summary str?"
+            "rule str, subject str, status str, since ts, last_notified ts?, last_evaluated ts, value f64?, summary str?, "
+            "revision u64"
         ),
         order_by=("rule", "subject"),
-        version="last_evaluated",
+        version="revision",
         shard_key="cityHash64(rule)",
     )
     events = Table(

@@ -27,6 +27,7 @@ _TS = pa.timestamp("us")
 _STATE_SCHEMA = pa.schema([
     ("rule", pa.string()), ("subject", pa.string()), ("status", pa.string()), ("since", _TS),
     ("last_notified", _TS), ("last_evaluated", _TS), ("value", pa.float64()), ("summary", pa.string()),
+    ("revision", pa.uint64()),
 ])
 _EVENT_SCHEMA = pa.schema([
     ("event_id", pa.string()), ("time", _TS), ("rule", pa.string()), ("subject", pa.string()),
@@ -37,13 +38,17 @@ _EVENT_SCHEMA = pa.schema([
 
 def read_states(cur: Any, rule: str | None = None) -> list[AlertState]:
     """The current state of every (rule, subject), or of `rule`'s subjects; by rule, then subject."""
-    sql = f"SELECT {_STATE_COLUMNS} FROM alert_state FINAL"
+    return [state for state, _ in _states_with_revisions(cur, rule)]
+
+
+def _states_with_revisions(cur: Any, rule: str | None) -> list[tuple[AlertState, int]]:
+    sql = f"SELECT {_STATE_COLUMNS}, revision FROM alert_state FINAL"
     params: list[object] = []
     if rule is not None:
         sql += " WHERE rule = ?"
         params.append(rule)
     cur.execute(sql + " ORDER BY rule ASC, subject ASC", params)
-    return [AlertState(*row) for row in cur.fetchall()]
+    return [(AlertState(*row[:-1]), int(row[-1])) for row in cur.fetchall()]
 
 
 def read_events(cur: Any, limit: int, rules: list[str] | None = None, since: datetime | None = None) -> list[AlertEvent]:
@@ -65,10 +70,12 @@ def read_events(cur: Any, limit: int, rules: list[str] | None = None, since: dat
     return [event_of(r) for r in cur.fetchall()]
 
 
-def _state_rows(states: list[AlertState]) -> pa.Table:
+def _state_rows(states: list[AlertState], revisions: dict[str, int]) -> pa.Table:
+    """The rows of `states`, each one revision above the stored state of its subject (`revisions`)."""
     return pa.Table.from_pylist([
         {"rule": s.rule, "subject": s.subject, "status": s.status, "since": s.since, "last_notified": s.last_notified,
-         "last_evaluated": s.last_evaluated, "value": s.value, "summary": s.summary} for s in states
+         "last_evaluated": s.last_evaluated, "value": s.value, "summary": s.summary,
+         "revision": revisions.get(s.subject, 0) + 1} for s in states
     ], schema=_STATE_SCHEMA)
 
 
@@ -87,10 +94,11 @@ def record(
 ) -> list[AlertEvent]:
     """Record one evaluation of `rule` (states, then events); the events to notify."""
     with store.read() as cur:
-        previous = {s.subject: s for s in read_states(cur, rule)}
+        stored = _states_with_revisions(cur, rule)
+        previous = {s.subject: s for s, _ in stored}
         states, events = plan_outcomes(previous, rule, severity, channels, cooldown, outcomes, now)
         if states:
-            cur.insert("alert_state", _state_rows(states))
+            cur.insert("alert_state", _state_rows(states, {s.subject: r for s, r in stored}))
         if events:
             cur.insert("alert_events", _event_rows(events))
     return events

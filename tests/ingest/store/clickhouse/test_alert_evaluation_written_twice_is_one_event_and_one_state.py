@@ -1,7 +1,8 @@
 """On ClickHouse, alert state and events survive repeated writes without notifying twice: the rows of
 one evaluation inserted a second time (a retried insert) leave one event and one state per subject,
 the next evaluation reads the firing state and stays quiet, and a second store opened on the same
-data (a restarted worker) reads the same state and history. Real ClickHouseStore on embedded chDB."""
+data (a restarted worker) reads the same state and history, and a worker clock stepping back never
+hides a newer state. Real ClickHouseStore on embedded chDB."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_same_evaluation_twice_is_one_event_and_the_next_stays_quiet(open_ch_sto
     states, again = plan_outcomes({}, "steps high", "warning", ["log"], HOUR, _outcomes(True), T0)
     assert [e.event_id for e in again] == [e.event_id for e in events]
     with store.read() as cur:
-        cur.insert("alert_state", alerts._state_rows(states))
+        cur.insert("alert_state", alerts._state_rows(states, {}))  # the revision the first write had
         cur.insert("alert_events", alerts._event_rows(again))
         cur.insert("alert_events", alerts._event_rows(again))
         history = alerts.read_events(cur, 100)
@@ -52,3 +53,11 @@ def test_same_evaluation_twice_is_one_event_and_the_next_stays_quiet(open_ch_sto
     assert kinds == [EventKind.RESOLVED, EventKind.RENOTIFY, EventKind.FIRING]
     assert (state_a.status, state_a.since, state_a.last_notified) == ("ok", T0 + 2 * HOUR, T0 + HOUR)
     assert alerts.record(reopened, "steps high", "warning", ["log"], HOUR, _outcomes(False), T0 + 3 * HOUR) == []
+
+    # the worker's clock steps back an hour: its newer writes still win (a revision, not a time)
+    back = T0 + 2 * HOUR
+    assert [e.kind for e in alerts.record(reopened, "steps high", "warning", ["log"], HOUR, _outcomes(True), back)] == [
+        EventKind.FIRING]
+    assert alerts.record(reopened, "steps high", "warning", ["log"], HOUR, _outcomes(True), back + HOUR / 6) == []
+    with reopened.read() as cur:
+        assert [s.status for s in alerts.read_states(cur, "steps high")] == [FIRING, "ok"]
