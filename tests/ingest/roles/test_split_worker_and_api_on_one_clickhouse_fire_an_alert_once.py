@@ -1,7 +1,7 @@
 """A split deployment on one ClickHouse: an ingest node takes the spans, the worker evaluates the
 alert rule on its interval and notifies a real webhook receiver exactly once, and the api node lists
 the worker's firing state and history; its `POST /api/alerts/check` evaluates without recording or
-notifying (`recorded: false`), so the alert still fires once.
+notifying (`recorded: false`, which `steplens alerts check` says), so the alert still fires once.
 
 chDB (the ClickHouse engine in process) lets one process use its data directory, so the three nodes
 run in this process on the same chDB directory (each with its own spool), wired as `steplens serve
@@ -10,6 +10,8 @@ ClickHouse server are tests/ingest/roles/test_two_ingest_nodes_one_api_one_worke
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -67,7 +69,13 @@ def test_worker_fires_once_and_the_api_node_shows_it_without_firing_again(start_
         assert [(f["rule"], f["subject"], f["since"]) for f in check["firing"]] == [
             ("steps high", "agent_split", state["since"])]
 
-        time.sleep(3)  # three more of the worker's 1 s evaluations, and the api node's check: still one
+        # `steplens alerts check` (the real console script) against the api node: firing, exit 1, said unrecorded
+        cli = subprocess.run([str(Path(sys.executable).with_name("steplens")), "alerts", "check", "--api", api.http_url],
+                             capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 1, cli.stdout + cli.stderr
+        assert "1 firing" in cli.stdout and "not recorded or notified by this node" in cli.stdout, cli.stdout
+
+        time.sleep(3)  # three more of the worker's 1 s evaluations, and the api node's checks: still one
         assert len(hook.bodies) == 1, hook.bodies
         events = httpx.get(api.http_url + "/api/alerts/events", timeout=10).json()["events"]
         assert [(e["kind"], e["subject"]) for e in events] == [("firing", "agent_split")]
