@@ -13,8 +13,10 @@ alike; on ClickHouse each table's TTL also ages rows out on merges). Nodes witho
 api) get a store whose writer never sweeps (`store_settings`), so it is reported here, where it
 runs.
 
-The alert, queue and evaluator services write DuckDB tables: on another store they are not built,
-and /readyz lists them under `jobs_unavailable` with the reason. A job whose start fails with an
+The alert service runs on either store (its state and events through the store's `alerts` query
+module); only a node with the jobs records evaluations and notifies (AlertService `records`). The
+queue and evaluator services write DuckDB tables: on another store they are not built, and /readyz
+lists them under `jobs_unavailable` with the reason. A job whose start fails with an
 IngestError is logged and listed the same way, so the others still run.
 """
 
@@ -103,11 +105,12 @@ def build_jobs(settings: Settings, store: object) -> SingletonJobs:
     opened = getattr(store, "settings", settings)
     sweeps = opened.retention_days > 0 and opened.retention_interval_s < NEVER
     backend = getattr(store, "name", "duckdb")
+    rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults, [k.project for k in settings.api_keys])
     if backend != "duckdb":
         why = f"not available on the {backend} store yet"
-        return SingletonJobs(None, None, None, sweeps,
-                             unavailable={"alerts": why, "evaluators": why, "queue_fill": why})
-    rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults, [k.project for k in settings.api_keys])
+        alerts = AlertService(store, rules, settings.alert_channels, builtin=builtin,
+                              records=plan_for(settings.role).jobs)
+        return SingletonJobs(alerts, None, None, sweeps, unavailable={"evaluators": why, "queue_fill": why})
     return SingletonJobs(
         alerts=AlertService(store, rules, settings.alert_channels, builtin=builtin),
         queue_filler=QueueFiller(store, settings.queue_fill_interval_s, settings.queues),

@@ -418,7 +418,8 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
     jobs = build_jobs(settings, store)  # the singleton jobs (ingest/jobs.py), started by jobs_router below
     if getattr(store, "name", "duckdb") != "duckdb":
         # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
-        # services writing DuckDB tables (alerts, queues, evaluators...) answer 501 for now
+        # services writing DuckDB tables (queues, evaluators...) answer 501 for now; regressions, views and
+        # alerts run on it (alerts: the jobs built the service, ingest/jobs.py)
         from ingest.api.not_available import build_not_available_router
 
         return [
@@ -426,6 +427,9 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
             ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
             ("/api", build_sql_router(store, settings)),  # the checked query rendered in its SQL
             ("/api", build_views_router(store, timeout_s=settings.query_timeout_s)),
+            ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
+            *([("/api", build_alerts_router(jobs.alerts, store, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
+                                            run_service=False))] if jobs.alerts is not None else []),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
             ("", jobs_router(jobs, run=run_jobs)),
         ]

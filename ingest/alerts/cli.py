@@ -37,6 +37,8 @@ def check_command(api: str, timeout_s: float = 120.0, console: Console | None = 
     firing = body.get("firing", [])
     errors = body.get("errors", {})
     out.print(f"evaluated {body.get('evaluated', 0)} rule(s): {len(firing)} firing, {len(errors)} error(s)")
+    if body.get("recorded") is False:
+        out.print("not recorded or notified by this node (an api node): the worker records transitions and notifies")
     if firing:
         table = Table("rule", "subject", "since", "value", "summary", title="firing")
         for f in firing:

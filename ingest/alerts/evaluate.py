@@ -10,14 +10,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
 from ingest.alerts.rules import AlertRule, RuleKind
 from ingest.alerts.state import Outcome
 from ingest.analytics.compare import drift_report, release_report, runs_by_agent, window_report
 from ingest.analytics.findings import Finding, Pair, RegressionConfig, RunSet, Verdict, build_findings
 from ingest.analytics.metrics import MetricKind, is_every_score, metric_by_key
 from ingest.queries.filters import CommonFilters
+from ingest.store.backend import DUCKDB_QUERIES, QueryNamespace
 
 ALL = "*"
 
@@ -58,11 +57,12 @@ def _finding_outcome(f: Finding, per_metric: bool = False) -> Outcome:
                    [*f.current.examples, *f.baseline.examples] if firing else [])
 
 
-def _threshold(cur: duckdb.DuckDBPyConnection, rule: AlertRule, now: datetime) -> list[Outcome]:
+def _threshold(cur: Any, rule: AlertRule, now: datetime, queries: QueryNamespace) -> list[Outcome]:
     """The window's value per agent, via the same machinery (an empty baseline side)."""
     metric = metric_by_key(rule.metric)
     config = RegressionConfig(min_samples=rule.min_samples, metrics=[rule.metric])
-    sets = runs_by_agent(cur, replace(rule_filters(rule), since=now - rule.window, until=now), config.score_names())
+    sets = runs_by_agent(cur, replace(rule_filters(rule), since=now - rule.window, until=now), config.score_names(),
+                         queries)
     below = metric.higher_is_worse is False  # a score: a value under the threshold is the bad one
     outcomes = []
     for agent, runs in sets.items():
@@ -84,20 +84,21 @@ def _threshold(cur: duckdb.DuckDBPyConnection, rule: AlertRule, now: datetime) -
     return outcomes
 
 
-def evaluate(cur: duckdb.DuckDBPyConnection, rule: AlertRule, now: datetime) -> list[Outcome]:
-    """Outcomes of `rule` at `now`, one per agent seen (naive UTC `now`)."""
+def evaluate(cur: Any, rule: AlertRule, now: datetime, queries: QueryNamespace = DUCKDB_QUERIES) -> list[Outcome]:
+    """Outcomes of `rule` at `now`, one per agent seen (naive UTC `now`), read through the store's
+    query namespace `queries` (ingest.store.backend.queries_of)."""
     if rule.kind is RuleKind.THRESHOLD:
-        return _threshold(cur, rule, now)
+        return _threshold(cur, rule, now, queries)
     per_metric = is_every_score(metric_by_key(rule.metric))
     if rule.kind is RuleKind.WINDOW:
-        report = window_report(cur, rule_filters(rule), now, rule.window, rule.baseline, rule_config(rule))
+        report = window_report(cur, rule_filters(rule), now, rule.window, rule.baseline, rule_config(rule), queries)
         return [_finding_outcome(f, per_metric) for f in report.findings]
     if rule.kind is RuleKind.RELEASE:
         report = release_report(cur, rule_filters(rule), now, rule.baseline_version, rule.current_version,
-                                rule_config(rule))
+                                rule_config(rule), queries)
         return [_finding_outcome(f, per_metric) for f in report.findings]
     metric = metric_by_key(rule.metric)
-    results = drift_report(cur, rule_filters(rule), now - rule.lookback, now, rule.drift, rule.metric)
+    results = drift_report(cur, rule_filters(rule), now - rule.lookback, now, rule.drift, rule.metric, queries)
     # steps creeping up is the regression; a score (higher is better) or a watched label: its direction
     worse = "drift_up" if metric.higher_is_worse is not False else "drift_down"
     what = "mean steps per run" if metric.kind is not MetricKind.SCORE else metric.key

@@ -1,24 +1,23 @@
-"""Alert state transitions (firing, re-notify after cooldown, resolved) and their DuckDB persistence.
+"""Alert state transitions (firing, re-notify after cooldown, resolved), with no store in them.
 
 Why the transition is a pure function: it is where "cooldown respected" and "resolved once" live,
-so it is tested without clocks or threads. Why `apply_outcomes` takes a connection: it runs on the
-store's single writer thread (SpanStore.run_write), one transaction per rule evaluation, so state
-and history never disagree and never race the span loader.
+so it is tested without clocks or threads, and both stores apply the same rules. Where state and
+events are kept is each store's `alerts` query module (ingest/queries/alerts.py: one DuckDB
+transaction on the writer thread; ingest/store/clickhouse/queries/alerts.py: ReplacingMergeTree
+rows), reached through `ingest.store.backend.queries_of(store)`.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-import duckdb
-
 FIRING = "firing"
 OK = "ok"
+_EVENT_NAMESPACE = uuid.UUID("5b1d7c1e-6a0f-4d54-9c55-0f1ea1e57e1d")
 
 
 class EventKind(StrEnum):
@@ -88,77 +87,28 @@ def transition(
     return AlertState(rule, outcome.subject, OK, since, last, now, outcome.value, outcome.summary), None
 
 
-_STATE_COLUMNS = "rule, subject, status, since, last_notified, last_evaluated, value, summary"
+def event_id(rule: str, subject: str, kind: EventKind, time: datetime) -> str:
+    """The id of the event `kind` of (rule, subject) at evaluation `time`: a digest, not a random id,
+    so two writes of the same evaluation (a retried insert, a replayed write) are one event."""
+    return uuid.uuid5(_EVENT_NAMESPACE, "\x00".join((rule, subject, kind.value, time.isoformat()))).hex
 
 
-def read_states(cur: duckdb.DuckDBPyConnection, rule: str | None = None) -> list[AlertState]:
-    sql = f"SELECT {_STATE_COLUMNS} FROM alert_state"
-    params: list[object] = []
-    if rule is not None:
-        sql += " WHERE rule = ?"
-        params.append(rule)
-    cur.execute(sql + " ORDER BY rule, subject", params)
-    return [AlertState(*row) for row in cur.fetchall()]
-
-
-def apply_outcomes(
-    conn: duckdb.DuckDBPyConnection, rule: str, severity: str, channels: list[str], cooldown: timedelta,
+def plan_outcomes(
+    previous: dict[str, AlertState], rule: str, severity: str, channels: list[str], cooldown: timedelta,
     outcomes: list[Outcome], now: datetime,
-) -> list[AlertEvent]:
-    """Transition every subject of `rule` (subjects absent from `outcomes` count as not firing),
-    persist states and events in one transaction, return the events to notify."""
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        previous = {s.subject: s for s in read_states(conn, rule)}
-        seen = {o.subject for o in outcomes}
-        gone = [Outcome(s, False, None, "no longer detected (no matching runs)") for s in previous if s not in seen]
-        events: list[AlertEvent] = []
-        for outcome in [*outcomes, *gone]:
-            state, kind = transition(previous.get(outcome.subject), outcome, rule, cooldown, now)
-            conn.execute("DELETE FROM alert_state WHERE rule = ? AND subject = ?", [rule, outcome.subject])
-            conn.execute(
-                f"INSERT INTO alert_state ({_STATE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [state.rule, state.subject, state.status, state.since, state.last_notified, state.last_evaluated,
-                 state.value, state.summary],
-            )
-            if kind is None:
-                continue
-            event = AlertEvent(uuid.uuid4().hex, now, rule, outcome.subject, kind, severity, outcome.summary,
-                               outcome.value, outcome.details, outcome.evidence, channels)
-            conn.execute(
-                "INSERT INTO alert_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [event.event_id, event.time, event.rule, event.subject, event.kind.value, event.severity,
-                 event.summary, event.value, json.dumps(event.details, default=str), event.evidence, event.channels],
-            )
-            events.append(event)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return events
-
-
-def read_events(
-    cur: duckdb.DuckDBPyConnection, limit: int, rules: list[str] | None = None, since: datetime | None = None
-) -> list[AlertEvent]:
-    """Newest first; `rules` restricts to those rule names (an empty list yields nothing)."""
-    clauses, params = ["TRUE"], []
-    if rules is not None:
-        if not rules:
-            return []
-        clauses.append(f"rule IN ({', '.join('?' for _ in rules)})")
-        params.extend(rules)
-    if since is not None:
-        clauses.append("time >= ?")
-        params.append(since)
-    cur.execute(
-        "SELECT event_id, time, rule, subject, kind, severity, summary, value, details, evidence, channels "
-        f"FROM alert_events WHERE {' AND '.join(clauses)} ORDER BY time DESC, event_id LIMIT ?",
-        [*params, limit],
-    )
-    out = []
-    for r in cur.fetchall():
-        details = json.loads(r[8]) if r[8] else {}
-        out.append(AlertEvent(r[0], r[1], r[2], r[3], EventKind(r[4]), r[5], r[6], r[7], details, list(r[9] or []),
-                              list(r[10] or [])))
-    return out
+) -> tuple[list[AlertState], list[AlertEvent]]:
+    """The next state of every subject of `rule` and the events to notify, from the states stored
+    before (`previous`, by subject); subjects absent from `outcomes` count as not firing. Pure: each
+    store's alerts module reads `previous` and writes the result its own way."""
+    seen = {o.subject for o in outcomes}
+    gone = [Outcome(s, False, None, "no longer detected (no matching runs)") for s in previous if s not in seen]
+    states: list[AlertState] = []
+    events: list[AlertEvent] = []
+    for outcome in [*outcomes, *gone]:
+        state, kind = transition(previous.get(outcome.subject), outcome, rule, cooldown, now)
+        states.append(state)
+        if kind is not None:
+            events.append(AlertEvent(event_id(rule, outcome.subject, kind, now), now, rule, outcome.subject, kind,
+                                     severity, outcome.summary, outcome.value, outcome.details, outcome.evidence,
+                                     channels))
+    return states, events

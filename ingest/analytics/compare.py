@@ -1,8 +1,10 @@
 """Regression reports over the store: window vs baseline, release vs release, and drift.
 
-Each function takes an open read cursor (the caller owns the time limit) and returns a typed report;
-the HTTP layer and the alert evaluator both call these, so an alert and the Regressions page can
-never disagree about what changed.
+Each function takes an open read cursor (the caller owns the time limit) and the query namespace of
+the store it reads (`queries`, from `ingest.store.backend.queries_of(store)`; DuckDB's by default),
+and returns a typed report; the HTTP layer and the alert evaluator both call these, so an alert and
+the Regressions page can never disagree about what changed, on either store. Only the input SQL
+(`regressions`, `score_metrics`) is per backend; the statistics here are shared.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import math
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
-import duckdb
 import numpy as np
 from pydantic import BaseModel
 
@@ -29,16 +31,8 @@ from ingest.analytics.findings import (
 )
 from ingest.analytics.metrics import PER_RUN_METRICS, Metric, MetricKind, drift_metric
 from ingest.queries.filters import CommonFilters
-from ingest.queries.regressions import (
-    SAMPLE_COLUMNS,
-    agent_versions,
-    longest_runs,
-    releases_seen,
-    sample_cohort_runs,
-    sample_runs,
-    steps_buckets,
-)
-from ingest.queries.score_metrics import score_buckets, score_types, score_values
+from ingest.queries.regressions import SAMPLE_COLUMNS
+from ingest.store.backend import DUCKDB_QUERIES, QueryNamespace
 from tracer.conventions import ReleaseCohort
 
 _EPOCH = datetime(1970, 1, 1)
@@ -99,13 +93,13 @@ def _attach_scores(sets: dict[object, RunSet], rows: list[tuple[object, ...]]) -
 
 
 def runs_by_agent(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, score_names: list[str] | None = None
+    cur: Any, filters: CommonFilters, score_names: list[str] | None = None, queries: QueryNamespace = DUCKDB_QUERIES,
 ) -> dict[str | None, RunSet]:
     """The runs matching `filters` (most recent MAX_SAMPLE_RUNS), one RunSet per agent, with the
     values of the scores named (`score_names` None: every score; []: none, nothing is read)."""
-    sets = _runsets(sample_runs(cur, filters), _COL["agent"])
+    sets = _runsets(queries.regressions.sample_runs(cur, filters), _COL["agent"])
     if score_names != []:
-        _attach_scores(sets, score_values(cur, filters, names=score_names))
+        _attach_scores(sets, queries.score_metrics.score_values(cur, filters, names=score_names))
     return sets  # type: ignore[return-value]
 
 
@@ -114,16 +108,16 @@ def _label(since: datetime, until: datetime) -> str:
 
 
 def window_report(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, now: datetime, window: timedelta | str,
-    baseline: timedelta | str, config: RegressionConfig,
+    cur: Any, filters: CommonFilters, now: datetime, window: timedelta | str,
+    baseline: timedelta | str, config: RegressionConfig, queries: QueryNamespace = DUCKDB_QUERIES,
 ) -> RegressionReport:
     """Per agent: the last `window` before `now` vs the `baseline` period right before it."""
     window, baseline = parse_duration(window), parse_duration(baseline)
     split = now - window
     start = split - baseline
     names = config.score_names()
-    current = runs_by_agent(cur, replace(filters, since=split, until=now), names)
-    base = runs_by_agent(cur, replace(filters, since=start, until=split), names)
+    current = runs_by_agent(cur, replace(filters, since=split, until=now), names, queries)
+    base = runs_by_agent(cur, replace(filters, since=start, until=split), names, queries)
     pairs = [
         Pair(agent, base.get(agent, RunSet()), current.get(agent, RunSet()), _label(start, split), _label(split, now))
         for agent in sorted(set(current) | set(base), key=lambda a: (a is None, str(a)))
@@ -135,8 +129,8 @@ def window_report(
 
 
 def release_pairs(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, baseline_version: str | None,
-    current_version: str | None,
+    cur: Any, filters: CommonFilters, baseline_version: str | None,
+    current_version: str | None, queries: QueryNamespace = DUCKDB_QUERIES,
 ) -> list[tuple[str | None, str, str]]:
     """(agent, baseline version, current version) per agent. Unnamed versions default to the newest
     version (by first run) as current and the one released before it as baseline.
@@ -146,6 +140,7 @@ def release_pairs(
     (runs of interleaved versions start within moments of each other there), and ordering by it
     could compare the new version against the old one the wrong way round. The time range only
     decides which versions take part (those with runs in it)."""
+    agent_versions = queries.regressions.agent_versions
     in_range = {(i.agent, i.version) for i in agent_versions(cur, replace(filters, version=None))}
     by_agent: dict[str | None, list[str | None]] = {}
     for info in agent_versions(cur, replace(filters, version=None, since=None, until=None)):
@@ -168,16 +163,17 @@ def release_pairs(
 
 
 def release_report(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, now: datetime, baseline_version: str | None,
-    current_version: str | None, config: RegressionConfig,
+    cur: Any, filters: CommonFilters, now: datetime, baseline_version: str | None,
+    current_version: str | None, config: RegressionConfig, queries: QueryNamespace = DUCKDB_QUERIES,
 ) -> RegressionReport:
     """Per agent: runs of the current version vs runs of the baseline version (see release_pairs)."""
     pairs = []
-    for agent, base_v, cur_v in release_pairs(cur, filters, baseline_version, current_version):
+    for agent, base_v, cur_v in release_pairs(cur, filters, baseline_version, current_version, queries):
         scope = replace(filters, agent=agent, version=None)
-        sets = _runsets(sample_runs(cur, scope, versions=[base_v, cur_v]), _COL["version"])
+        sets = _runsets(queries.regressions.sample_runs(cur, scope, versions=[base_v, cur_v]), _COL["version"])
         if config.score_names() != []:
-            _attach_scores(sets, score_values(cur, scope, versions=[base_v, cur_v], names=config.score_names()))
+            _attach_scores(sets, queries.score_metrics.score_values(cur, scope, versions=[base_v, cur_v],
+                                                                    names=config.score_names()))
         pairs.append(Pair(agent, sets.get(base_v, RunSet()), sets.get(cur_v, RunSet()), f"version {base_v}",
                           f"version {cur_v}"))
     findings = build_findings(pairs, "release", config)
@@ -188,20 +184,20 @@ def release_report(
 
 
 def cohort_report(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, now: datetime, release: str | None,
-    config: RegressionConfig,
+    cur: Any, filters: CommonFilters, now: datetime, release: str | None,
+    config: RegressionConfig, queries: QueryNamespace = DUCKDB_QUERIES,
 ) -> RegressionReport:
     """Per agent and gray release: the candidate cohort vs the stable cohort over the same period
     (`filters`' since..until), so both sides saw the same traffic, hours and incidents. The
     statistics are the release comparison's (Holm across the report, the effect floor)."""
     pairs = []
-    for info in releases_seen(cur, filters, release):
+    for info in queries.regressions.releases_seen(cur, filters, release):
         scope = replace(filters, agent=info.agent)
-        rows = sample_cohort_runs(cur, scope, info.release)
+        rows = queries.regressions.sample_cohort_runs(cur, scope, info.release)
         cohort = len(SAMPLE_COLUMNS)
         sets = _runsets(rows, cohort)
         if config.score_names() != []:
-            _attach_scores(sets, score_values(cur, scope, names=config.score_names()))
+            _attach_scores(sets, queries.score_metrics.score_values(cur, scope, names=config.score_names()))
         versions = {str(r[cohort]): r[_COL["version"]] for r in rows}
         stable, candidate = ReleaseCohort.STABLE.value, ReleaseCohort.CANDIDATE.value
         pairs.append(Pair(info.agent, sets.get(stable, RunSet()), sets.get(candidate, RunSet()),
@@ -215,24 +211,27 @@ def cohort_report(
 
 
 def _score_drift_rows(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, metric: Metric, origin: datetime, bucket_us: int
+    cur: Any, filters: CommonFilters, metric: Metric, origin: datetime, bucket_us: int, queries: QueryNamespace,
 ) -> tuple[list[tuple[str | None, int, int, float, float]], str | None]:
     """(bucket rows, why not) of a score metric: its run values per agent and bucket."""
     assert metric.score is not None
-    data_type = score_types(cur, filters, [metric.score]).get(metric.score)
+    data_type = queries.score_metrics.score_types(cur, filters, [metric.score]).get(metric.score)
     if data_type is None:
         return [], None
     if data_type == ScoreType.CATEGORICAL and metric.label is None:
         return [], f"{metric.score} is categorical: drift watches a label's share (score:NAME=LABEL)"
     if data_type == ScoreType.NUMERIC and metric.label is not None:
         return [], f"{metric.score} is numeric: drift watches the score itself (score:NAME), it has no labels"
-    return score_buckets(cur, filters, metric.score, data_type, metric.label, origin, bucket_us), None
+    rows = queries.score_metrics.score_buckets(cur, filters, metric.score, data_type, metric.label, origin, bucket_us)
+    return rows, None
 
 
-def _worst_scored(cur: duckdb.DuckDBPyConnection, filters: CommonFilters, metric: Metric, limit: int = 3) -> list[str]:
+def _worst_scored(
+    cur: Any, filters: CommonFilters, metric: Metric, queries: QueryNamespace, limit: int = 3
+) -> list[str]:
     """Trace ids of the runs with the lowest score (or the watched label) under `filters` (drift evidence)."""
     assert metric.score is not None
-    rows = score_values(cur, filters, names=[metric.score])
+    rows = queries.score_metrics.score_values(cur, filters, names=[metric.score])
     if metric.label is not None:
         return sorted(str(r[0]) for r in rows if r[4] == metric.label)[:limit]
     scored = [r for r in rows if r[3] is not None]
@@ -241,8 +240,8 @@ def _worst_scored(cur: duckdb.DuckDBPyConnection, filters: CommonFilters, metric
 
 
 def drift_report(
-    cur: duckdb.DuckDBPyConnection, filters: CommonFilters, since: datetime, until: datetime, config: DriftConfig,
-    metric: str = "steps",
+    cur: Any, filters: CommonFilters, since: datetime, until: datetime, config: DriftConfig,
+    metric: str = "steps", queries: QueryNamespace = DUCKDB_QUERIES,
 ) -> list[DriftResult]:
     """CUSUM of `metric` per agent (mean steps per run, or a score's mean / share per scored run),
     over buckets of `config.bucket` from `since` to `until`."""
@@ -253,13 +252,13 @@ def drift_report(
     scope = replace(filters, since=since, until=until)
     bucket_us = bucket // timedelta(microseconds=1)
     if watched.kind is MetricKind.SCORE:
-        rows, problem = _score_drift_rows(cur, scope, watched, origin, bucket_us)
+        rows, problem = _score_drift_rows(cur, scope, watched, origin, bucket_us, queries)
         if problem is not None:
             return [DriftResult(agent=filters.agent, metric=watched.key, verdict="insufficient_data", flagged=False,
                                 reference_mean=None, reference_sd=None, reference_runs=0, current_mean=None,
                                 relative_change=None, first_alarm=None, reason=problem, points=[])]
     else:
-        rows = steps_buckets(cur, scope, origin, bucket_us)
+        rows = queries.regressions.steps_buckets(cur, scope, origin, bucket_us)
     per_agent: dict[str | None, dict[int, tuple[int, float, float]]] = {}
     for agent, idx, n, total, total_sq in rows:
         per_agent.setdefault(agent, {})[idx] = (n, total, total_sq)
@@ -275,8 +274,8 @@ def drift_report(
             last = max(i for i in data)
             start = origin + last * bucket
             latest = replace(filters, agent=agent, since=start, until=start + bucket)
-            result.examples = (_worst_scored(cur, latest, watched) if watched.kind is MetricKind.SCORE
-                               else longest_runs(cur, latest))
+            result.examples = (_worst_scored(cur, latest, watched, queries) if watched.kind is MetricKind.SCORE
+                               else queries.regressions.longest_runs(cur, latest))
         results.append(result)
     results.sort(key=lambda r: not r.flagged)
     return results

@@ -3,7 +3,9 @@
 The router also owns the alert service's lifecycle (its lifespan starts the evaluator with the
 HTTP server and stops it before the store closes), so `query_routers` is the only wiring needed.
 A key bound to a project sees only rules restricted to its project; `check` needs the admin scope
-because it writes alert state and sends notifications.
+because it writes alert state and sends notifications. State and history are read through the
+store's `alerts` query module (either store); on a node that does not run the alert job (role api)
+`check` evaluates from the stored states without recording or notifying (`recorded: false`).
 No `from __future__ import annotations`: FastAPI must evaluate the `Depends(...)` hints.
 """
 
@@ -18,11 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ingest.alerts.rules import AlertRule
 from ingest.alerts.service import AlertService
-from ingest.alerts.state import FIRING, AlertEvent, AlertState, read_events, read_states
+from ingest.alerts.state import FIRING, AlertEvent, AlertState
 from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import TimeParam
 from ingest.auth import Principal, require_scope
+from ingest.store.backend import queries_of
 
 
 def _utc(dt: datetime | None) -> datetime | None:
@@ -91,6 +94,8 @@ class CheckOut(BaseModel):
     firing: list[dict[str, Any]] = Field(description="Every (rule, subject) firing after this check.")
     events: list[EventOut] = Field(description="Transitions this check caused (firing, renotify, resolved).")
     errors: dict[str, str] = Field(description="Rules that could not be evaluated, with the reason.")
+    recorded: bool = Field(True, description="Whether this node recorded the check and sent its notifications; "
+                           "false on a node that does not run the alert job (role api): the worker does that.")
 
 
 def _rule_view(rule: AlertRule) -> dict[str, Any]:
@@ -110,6 +115,7 @@ def build_alerts_router(
 ) -> APIRouter:
     """Mount under /api. With `run_service`, the app's lifespan starts and stops `service`."""
     read_access = read_access or principal_read_access()
+    queries = queries_of(store)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -126,7 +132,7 @@ def build_alerts_router(
     @router.get("/alerts", response_model=AlertsOut, summary="Alert rules with their current state")
     def get_alerts(access: Annotated[ReadAccess, Depends(read_access)]) -> AlertsOut:
         rules = [r for r in service.rules if _visible(r, access)]
-        states = run_read(store, read_states, timeout_s)
+        states = run_read(store, queries.alerts.read_states, timeout_s)
         by_rule: dict[str, list[AlertState]] = {}
         for s in states:
             by_rule.setdefault(s.rule, []).append(s)
@@ -137,7 +143,10 @@ def build_alerts_router(
             out.append(RuleOut(
                 rule=_rule_view(rule), builtin=service.builtin, firing=any(s.status == FIRING for s in mine),
                 states=[StateOut.of(s) for s in mine],
-                last_evaluated=_utc(st.last_evaluated) if st else None, next_due=_utc(st.next_due) if st else None,
+                # a node that does not evaluate (role api) knows when the worker last did from the states
+                last_evaluated=_utc(st.last_evaluated if st and st.last_evaluated else
+                                    max((s.last_evaluated for s in mine), default=None)),
+                next_due=_utc(st.next_due) if st else None,
                 last_error=st.last_error if st else None,
             ))
         out.sort(key=lambda r: (not r.firing, r.rule["name"]))
@@ -156,7 +165,7 @@ def build_alerts_router(
             names = None  # every rule, including ones removed from the config since
         if rule is not None:
             names = [rule] if names is None or rule in names else []
-        events = run_read(store, lambda cur: read_events(cur, limit, names, since), timeout_s)
+        events = run_read(store, lambda cur: queries.alerts.read_events(cur, limit, names, since), timeout_s)
         return EventsOut(events=[EventOut.of(e) for e in events])
 
     @router.post("/alerts/check", response_model=CheckOut, summary="Evaluate every rule now (admin)")
@@ -164,13 +173,13 @@ def build_alerts_router(
         projects = principal.projects
         access = ReadAccess(None if projects is None else frozenset(projects))
         result = service.check(only=lambda rule: _visible(rule, access))
-        states = run_read(store, read_states, timeout_s)
+        states = run_read(store, queries.alerts.read_states, timeout_s) if result.recorded else result.states
         mine = {r.name for r in service.rules if _visible(r, access)}
         firing = [
             {"rule": s.rule, **StateOut.of(s).model_dump(mode="json")}
             for s in states if s.status == FIRING and s.rule in mine
         ]
         return CheckOut(evaluated=result.evaluated, firing=firing, events=[EventOut.of(e) for e in result.events],
-                        errors=result.errors)
+                        errors=result.errors, recorded=result.recorded)
 
     return router

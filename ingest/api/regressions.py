@@ -24,6 +24,7 @@ from ingest.analytics.metrics import drift_metric, metric_by_key
 from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import ReadableStore, run_read
 from ingest.api.params import CommonParams, TimeParam
+from ingest.store.backend import queries_of
 
 DEFAULT_DRIFT_RANGE = timedelta(days=28)
 DEFAULT_COHORT_RANGE = timedelta(days=7)
@@ -119,25 +120,30 @@ def add_regression_routes(
             metrics=[m.strip() for m in params.metrics.split(",")] if params.metrics else None,
         )
 
+        queries = queries_of(store)  # the store's own input SQL; the statistics are shared
+
         def query(cur: Any) -> RegressionsResponse:
             if params.comparison == "drift":
                 until = params.until or now
                 since = params.since or until - DEFAULT_DRIFT_RANGE
                 drift = DriftConfig(bucket=params.bucket, reference_buckets=params.reference_buckets, k=params.k,
                                     h=params.h)
-                results = [r for key in drift_metrics for r in drift_report(cur, filters, since, until, drift, key)]
+                results = [r for key in drift_metrics for r in drift_report(cur, filters, since, until, drift, key,
+                                                                               queries)]
                 results.sort(key=lambda r: not r.flagged)
                 return RegressionsResponse(comparison="drift", generated_at=now,
                                            flagged=sum(r.flagged for r in results), drift=results)
             if params.comparison == "window":
                 report = window_report(cur, replace(filters, since=None, until=None), params.until or now,
-                                       params.window, params.baseline, config)
+                                       params.window, params.baseline, config, queries)
             elif params.comparison == "cohort":
                 until = params.until or now
                 since = params.since or until - DEFAULT_COHORT_RANGE
-                report = cohort_report(cur, replace(filters, since=since, until=until), now, params.release, config)
+                report = cohort_report(cur, replace(filters, since=since, until=until), now, params.release, config,
+                                       queries)
             else:
-                report = release_report(cur, filters, now, params.baseline_version, params.current_version, config)
+                report = release_report(cur, filters, now, params.baseline_version, params.current_version, config,
+                                        queries)
             return RegressionsResponse(comparison=report.comparison, generated_at=now, flagged=report.flagged,
                                        findings=report.findings)
 

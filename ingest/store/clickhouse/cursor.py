@@ -188,6 +188,14 @@ class ClickHouseCursor:
             raise RuntimeError("no query was executed")
         return self._table
 
+    def insert(self, table: str, rows: pa.Table) -> None:
+        """Insert `rows` (columns named as `table`'s) in one block: the small writes of the services
+        on this store (alert state and events). `table` is a module constant, never input."""
+        if self.closed:
+            raise RuntimeError("the cursor is closed")
+        quoted = "`" + table.replace("`", "``") + "`"
+        self._transport.insert_arrow(quoted, rows)
+
     def close(self) -> None:
         self.closed = True
         self._table = None

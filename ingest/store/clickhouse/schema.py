@@ -329,4 +329,10 @@ def migrations(database: str, cluster: str | None = None) -> list[list[str]]:
     analytics: list[str] = []
     for table in ANALYTICS_TABLES:
         analytics += create_table(table, database, cluster)
-    return [first, analytics, views_migration(database, cluster)]
+    return [first, analytics, views_migration(database, cluster), alerts_migration(database, cluster)]
+
+
+# Tables of other parts, built with the helpers above in their own modules (imported last).
+from ingest.store.clickhouse.schema_alerts import alert_tables, alerts_migration  # noqa: E402
+
+TABLES = (*TABLES, *alert_tables())

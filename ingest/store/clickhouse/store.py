@@ -163,7 +163,7 @@ class ClickHouseStore(SpanStore):
         target = fn.func if isinstance(fn, partial) else fn
         if not getattr(target, "__module__", "").startswith(f"{_OWN_PACKAGE}."):
             raise NotAvailable(
-                "not available on the clickhouse store yet: score configs, alerts, queues and evaluators are "
+                "not available on the clickhouse store yet: score configs, queues and evaluators are "
                 "written on store=duckdb"
             )
         if not self._started:

@@ -1,5 +1,6 @@
 """Servers for alert tests: the full server (as `steplens serve` wires it, alert evaluator included)
-on a DuckDB file the test chooses, so a restart can reopen the same database."""
+on a DuckDB file the test chooses (and, with `store="clickhouse"`, the ClickHouse URL it names), so a
+restart can reopen the same data."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """`steplens alerts check --api URL` (the real console script, in a subprocess) against a real
 server: exit 0 when nothing fires, 1 when an alert fires, 2 when the server cannot be reached or
-the key lacks the admin scope, so cron and CI never mistake a broken check for "all clear"."""
+the key lacks the admin scope, so cron and CI never mistake a broken check for "all clear"; on each
+store (DuckDB and ClickHouse)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ingest.config import ApiKey
-from tests.ingest.analytics.synthetic import now_utc, population, send, spread
+from tests.ingest.analytics.synthetic import now_utc, population, send, spread, store_overrides
+from tests.ingest.api.harness import BACKENDS
 
 STEPLENS = str(Path(sys.executable).with_name("steplens"))
 RULE = {"name": "steps high", "kind": "threshold", "metric": "steps", "threshold": 2.0, "min_samples": 10}
@@ -28,8 +31,9 @@ def _check(api: str, key: str | None = None) -> subprocess.CompletedProcess[str]
                           timeout=60)
 
 
-def test_exit_codes_follow_what_fires(server_on) -> None:  # type: ignore[no-untyped-def]
-    srv = server_on(alerts=[RULE])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exit_codes_follow_what_fires(server_on, tmp_path, backend: str) -> None:  # type: ignore[no-untyped-def]
+    srv = server_on(alerts=[RULE], **store_overrides(backend, tmp_path))
     quiet = _check(srv.http_url)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "0 firing" in quiet.stdout

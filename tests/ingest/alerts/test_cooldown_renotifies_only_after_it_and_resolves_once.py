@@ -1,6 +1,6 @@
 """Firing notifies once; while it keeps firing, a re-notification goes out only after the cooldown;
 when the condition clears it resolves exactly once. Checked on the pure transition and end to end
-(AlertService on a real SpanStore/DuckDB with a controllable clock, log channel captured)."""
+(AlertService on a real store, DuckDB and ClickHouse, with a controllable clock, log channel captured)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import pytest
 
 from ingest.alerts.rules import AlertRule
 from ingest.alerts.service import AlertService
-from ingest.alerts.state import FIRING, OK, EventKind, Outcome, read_events, transition
+from ingest.alerts.state import FIRING, OK, EventKind, Outcome, transition
 from ingest.config import Settings
-from ingest.store import SpanStore
-from tests.ingest.analytics.synthetic import encode, now_utc, population, spread
+from ingest.store.backend import open_store, queries_of
+from tests.ingest.analytics.synthetic import encode, now_utc, population, spread, store_overrides
+from tests.ingest.api.harness import BACKENDS
 
 T0 = datetime(2025, 6, 1, 12, 0)
 HOUR = timedelta(hours=1)
@@ -39,9 +40,10 @@ def test_transition_table() -> None:
     assert (s.status, kind) == (OK, None)  # resolved once, not on every evaluation
 
 
-@pytest.fixture
-def store(tmp_path: Path):  # type: ignore[no-untyped-def]
-    s = SpanStore(Settings(db=tmp_path / "steplens.duckdb", grpc_port=0))
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    s = open_store(Settings(db=tmp_path / "steplens.duckdb", grpc_port=0, normalize_processes=0,
+                            **store_overrides(request.param, tmp_path)))
     s.start()
     yield s
     s.stop()
@@ -79,7 +81,7 @@ def test_service_respects_cooldown_and_resolves_once(store, caplog) -> None:  # 
         service.stop()
 
     with store.read() as cur:
-        history = read_events(cur, 100)
+        history = queries_of(store).alerts.read_events(cur, 100)
     assert [e.kind for e in reversed(history)] == [
         EventKind.FIRING, EventKind.RENOTIFY, EventKind.RENOTIFY, EventKind.RESOLVED,
     ]

@@ -1,7 +1,8 @@
 """End to end for a foreign client: an OTel GenAI agent (no steplens attributes, the shape OpenAI
 Agents / Strands / Agent Framework emit) whose version 2 takes more model turns than version 1 is
 flagged by the release regression on steps and by `steplens alerts check` (the real console script),
-and its failed runs show on /api/failures under their inferred stop reasons."""
+and its failed runs show on /api/failures under their inferred stop reasons; on each store (DuckDB and
+ClickHouse)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.ingest.analytics.synthetic import now_utc
+from tests.ingest.analytics.synthetic import now_utc, store_overrides
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store import foreign_runs as f
 from tests.ingest.store.otlp_build import request
 
@@ -24,8 +27,9 @@ RULE = {"name": "weather steps", "kind": "threshold", "metric": "steps", "thresh
 PER_VERSION = 32  # the regression test needs 30 runs per side
 
 
-def test_foreign_v2_regression_alert_and_failures(server_on) -> None:  # type: ignore[no-untyped-def]
-    srv = server_on(alerts=[RULE])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_foreign_v2_regression_alert_and_failures(server_on, tmp_path, backend: str) -> None:  # type: ignore[no-untyped-def]
+    srv = server_on(alerts=[RULE], **store_overrides(backend, tmp_path))
     now = now_utc()
     runs = []
     for i in range(PER_VERSION):  # v1: 2-3 turns, two days ago; v2: 4-5 turns, the last hour

@@ -1,6 +1,7 @@
 """A boolean score that slides down over a week (90% correct falling to 60%) is caught by the
 drift chart of that score (`comparison=drift&metrics=score:correct`, CUSUM down) and by a drift
-alert rule on it, while an agent whose score holds steady is in control and does not fire."""
+alert rule on it, while an agent whose score holds steady is in control and does not fire; on each
+store (DuckDB and ClickHouse)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from datetime import timedelta
 
 import httpx
 import numpy as np
+import pytest
 
-from tests.ingest.analytics.synthetic import now_utc, population, send, wait_first_evaluation
+from tests.ingest.analytics.synthetic import now_utc, population, send, store_overrides, wait_first_evaluation
+from tests.ingest.api.harness import BACKENDS
 from tests.support.scores_http import post_scores, run_trace_ids
 
 DAYS = 14
@@ -24,8 +27,9 @@ def _p_correct(agent: str, day: int) -> float:
     return 0.9 - 0.3 * (day - 6) / (DAYS - 7)
 
 
-def test_score_drift_flags_the_slide_and_fires_its_rule(server_on) -> None:  # type: ignore[no-untyped-def]
-    srv = server_on(alerts=[RULE])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_score_drift_flags_the_slide_and_fires_its_rule(server_on, tmp_path, backend: str) -> None:  # type: ignore[no-untyped-def]
+    srv = server_on(alerts=[RULE], normalize_processes=0, **store_overrides(backend, tmp_path))
     wait_first_evaluation(srv.http_url)
     rng = np.random.default_rng(7)
     now = now_utc().replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=1)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -50,6 +51,7 @@ class Run:
     tool_errors: int = 0
     duration_ms: float = 1000.0
     handoff_reason: str | None = None  # steplens.run.handoff.reason on the run span when set
+    release: tuple[str, str] | None = None  # (release name, cohort) a gray release routed the run to
 
 
 def population(
@@ -96,6 +98,9 @@ def encode(runs: Iterable[Run]) -> bytes:
                 c.RUN_STEPS: run.steps, c.RUN_MODE: c.RunMode.LIVE.value,
             },
         )
+        if run.release is not None:
+            root.set_attribute(c.RELEASE_NAME, run.release[0])
+            root.set_attribute(c.RELEASE_COHORT, run.release[1])
         if run.handoff_reason is not None:
             root.set_attribute(c.RUN_HANDOFF_REASON, run.handoff_reason)
             root.set_attribute(c.RUN_HANDOFF_TARGET, "human")
@@ -133,6 +138,14 @@ def send(http_url: str, store: object, runs: list[Run], batch: int = 500) -> Non
                             headers={"Content-Type": "application/x-protobuf"})
             assert r.status_code == 200, r.text
     assert store.wait_loaded(30), "spans acknowledged but not loaded within 30 s"  # type: ignore[attr-defined]
+
+
+def store_overrides(backend: str, root: Path) -> dict[str, str]:
+    """Settings that put a test server on `backend` (tests/ingest/api/harness.py BACKENDS): embedded
+    chDB in `root` for clickhouse, nothing for duckdb (the default store)."""
+    if backend == "clickhouse":
+        return {"store": "clickhouse", "clickhouse_url": f"chdb://{root / 'clickhouse'}"}
+    return {}
 
 
 def wait_first_evaluation(url: str, timeout: float = 15.0, key: str | None = None) -> None:

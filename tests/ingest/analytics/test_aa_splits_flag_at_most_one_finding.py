@@ -6,7 +6,8 @@ chance out. One seed proves little: bench/regression_sim.py runs this over hundr
 
 The population goes in as real OTLP through the real server; the splits are made over the runs as
 stored (read back with the same query the API uses). One split is also labelled as two versions
-at send time and checked end to end through `GET /api/regressions?comparison=release`.
+at send time and checked end to end through `GET /api/regressions?comparison=release`. On each
+store (DuckDB and ClickHouse): the samples are read with the store's own queries.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from datetime import timedelta
 
 import httpx
 import numpy as np
+import pytest
 
 from ingest.analytics.compare import runs_by_agent
 from ingest.analytics.findings import Pair, RegressionConfig, RunSet, build_findings
 from ingest.queries.filters import CommonFilters
+from ingest.store.backend import queries_of
 from tests.ingest.analytics.synthetic import now_utc, population, send, spread
+from tests.ingest.api.harness import BACKENDS
 
 POPULATION = 1000
 SPLITS = 50
@@ -34,14 +38,15 @@ def _subset(runs: RunSet, idx: np.ndarray) -> RunSet:
     )
 
 
-def test_fifty_random_splits_of_a_stable_population_flag_at_most_one_finding(start_ingest_server) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fifty_random_splits_of_a_stable_population_flag_at_most_one_finding(start_ingest_server, backend: str) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(7)
     now = now_utc()
     starts = spread(now - timedelta(days=7), now - timedelta(minutes=1), POPULATION, rng)
     runs = population(rng, POPULATION, "stable_agent", "a", starts)
     for run in runs[POPULATION // 2:]:
         run.version = "b"  # a random half (runs are i.i.d.), for the end-to-end release check
-    srv = start_ingest_server(grpc_port=0)
+    srv = start_ingest_server(grpc_port=0, store=backend)
     send(srv.http_url, srv.store, runs)
 
     r = httpx.get(srv.http_url + "/api/regressions", params={"comparison": "release"}, timeout=30)
@@ -54,7 +59,7 @@ def test_fifty_random_splits_of_a_stable_population_flag_at_most_one_finding(sta
     flagged_api = [f for f in body["findings"] if f["flagged"]]
 
     with srv.store.read() as cur:
-        stored = runs_by_agent(cur, CommonFilters())["stable_agent"]
+        stored = runs_by_agent(cur, CommonFilters(), queries=queries_of(srv.store))["stable_agent"]
     assert len(stored) == POPULATION
 
     config = RegressionConfig()

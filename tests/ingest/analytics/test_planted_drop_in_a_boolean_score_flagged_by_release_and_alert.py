@@ -13,7 +13,15 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.ingest.analytics.synthetic import now_utc, population, send, spread, wait_first_evaluation
+from tests.ingest.analytics.synthetic import (
+    now_utc,
+    population,
+    send,
+    spread,
+    store_overrides,
+    wait_first_evaluation,
+)
+from tests.ingest.api.harness import BACKENDS
 from tests.support.scores_http import list_scores, post_scores, run_trace_ids
 
 RUNS_PER_SIDE = 300
@@ -44,8 +52,8 @@ def _scores(rng: np.random.Generator, trace_ids: list[str], agent: str, version:
     return out
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module", params=BACKENDS)
+def planted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     from ingest.config import Settings
     from tests.ingest.conftest import _ServerThread
 
@@ -57,8 +65,9 @@ def planted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     for agent in CORRECT:
         runs += population(rng, RUNS_PER_SIDE, agent, "1", old)
         runs += population(rng, RUNS_PER_SIDE, agent, "2", new)
-    settings = Settings(db=tmp_path_factory.mktemp("scores") / "steplens.duckdb", host="127.0.0.1", grpc_port=0,
-                        alerts=RULES, normalize_processes=0)
+    root = tmp_path_factory.mktemp(f"scores-{request.param}")
+    settings = Settings(db=root / "steplens.duckdb", host="127.0.0.1", grpc_port=0, alerts=RULES, normalize_processes=0,
+                        **store_overrides(request.param, root))
     server = _ServerThread(settings)
     srv = server.start()
     try:

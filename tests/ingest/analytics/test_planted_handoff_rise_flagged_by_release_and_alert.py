@@ -12,7 +12,15 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.ingest.analytics.synthetic import now_utc, population, send, spread, wait_first_evaluation
+from tests.ingest.analytics.synthetic import (
+    now_utc,
+    population,
+    send,
+    spread,
+    store_overrides,
+    wait_first_evaluation,
+)
+from tests.ingest.api.harness import BACKENDS
 from tracer.conventions import HandoffReason
 
 RUNS_PER_SIDE = 300
@@ -25,8 +33,8 @@ RULES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module", params=BACKENDS)
+def planted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     from ingest.config import Settings
     from tests.ingest.conftest import _ServerThread
 
@@ -41,8 +49,9 @@ def planted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
             for run in rng.choice(side, versions[version], replace=False):
                 run.handoff_reason = HandoffReason.MAX_STEPS.value
             runs += side
-    settings = Settings(db=tmp_path_factory.mktemp("handoffs") / "steplens.duckdb", host="127.0.0.1", grpc_port=0,
-                        alerts=RULES, normalize_processes=0)
+    root = tmp_path_factory.mktemp(f"handoffs-{request.param}")
+    settings = Settings(db=root / "steplens.duckdb", host="127.0.0.1", grpc_port=0, alerts=RULES, normalize_processes=0,
+                        **store_overrides(request.param, root))
     server = _ServerThread(settings)
     srv = server.start()
     try:

@@ -1,6 +1,7 @@
 """A planted +20% in mean steps for agent version 2 is flagged (version named, evidence traces from
 both sides); a planted +3% is not. Runs go in as real OTLP through the real server and the verdict
-comes out of `GET /api/regressions` over real HTTP, for both release-vs-release and window-vs-baseline.
+comes out of `GET /api/regressions` over real HTTP, for both release-vs-release and window-vs-baseline,
+on each store (DuckDB and ClickHouse: the same spans, the same verdicts).
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.ingest.analytics.synthetic import now_utc, population, send, spread
+from tests.ingest.analytics.synthetic import now_utc, population, send, spread, store_overrides
+from tests.ingest.api.harness import BACKENDS
 
 RUNS_PER_SIDE = 300
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module", params=BACKENDS)
+def planted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     from ingest.config import Settings
     from tests.ingest.conftest import _ServerThread
 
@@ -30,7 +32,9 @@ def planted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     for agent, scale in (("planted20", 1.2), ("planted3", 1.03)):
         runs += population(rng, RUNS_PER_SIDE, agent, "1", old)
         runs += population(rng, RUNS_PER_SIDE, agent, "2", new, step_scale=scale)
-    settings = Settings(db=tmp_path_factory.mktemp("planted") / "steplens.duckdb", host="127.0.0.1", grpc_port=0)
+    root = tmp_path_factory.mktemp(f"planted-{request.param}")
+    settings = Settings(db=root / "steplens.duckdb", host="127.0.0.1", grpc_port=0, normalize_processes=0,
+                        **store_overrides(request.param, root))
     server = _ServerThread(settings)
     srv = server.start()
     try:

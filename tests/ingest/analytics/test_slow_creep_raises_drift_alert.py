@@ -3,7 +3,8 @@ the drift alert within the two weeks, while an agent whose steps stay flat never
 comparisons miss such a creep (each day looks like the day before); the CUSUM must not.
 
 Runs go in as real OTLP through the real server; the drift verdict comes from
-`GET /api/regressions?comparison=drift` and the alert from `POST /api/alerts/check`.
+`GET /api/regressions?comparison=drift` and the alert from `POST /api/alerts/check`, on each store
+(DuckDB and ClickHouse).
 
 Why 150 runs a day: at 60 the creep is only ~3 standard errors after ten days and any chart either
 misses it or false-alarms on flat agents a few % of the time. At 150, with the default k=1, h=6,
@@ -17,15 +18,18 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import numpy as np
+import pytest
 
 from tests.ingest.analytics.synthetic import now_utc, population, send, spread, wait_first_evaluation
+from tests.ingest.api.harness import BACKENDS
 
 RUNS_PER_DAY = 150
 REFERENCE_DAYS = 7
 CREEP_DAYS = 14
 
 
-def test_one_percent_a_day_creep_raises_the_drift_alert_within_two_weeks(start_ingest_server) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_percent_a_day_creep_raises_the_drift_alert_within_two_weeks(start_ingest_server, backend: str) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(11)
     now = now_utc().replace(hour=0, minute=0, second=0, microsecond=0)  # whole UTC days: one bucket each
     start = now - timedelta(days=REFERENCE_DAYS + CREEP_DAYS)
@@ -38,7 +42,7 @@ def test_one_percent_a_day_creep_raises_the_drift_alert_within_two_weeks(start_i
         runs += population(rng, RUNS_PER_DAY, "flat_agent", "1", starts)
     rule = {"name": "steps creep", "kind": "drift", "metric": "steps", "lookback": f"{REFERENCE_DAYS + CREEP_DAYS}d",
             "drift": {"bucket": "1d", "reference_buckets": REFERENCE_DAYS}, "severity": "critical"}
-    srv = start_ingest_server(grpc_port=0, alerts=[rule])
+    srv = start_ingest_server(grpc_port=0, alerts=[rule], store=backend)
     wait_first_evaluation(srv.http_url)
     send(srv.http_url, srv.store, runs)
     creep_start = start + timedelta(days=REFERENCE_DAYS)

@@ -2,7 +2,8 @@
 ingest server: every run row carries its release and cohort, `/api/runs?cohort=` lists exactly the
 runs the router sent there, shadow mirrors are their own traces (mode shadow, naming their live
 run) that stay out of live figures, and `comparison=cohort` flags a candidate that takes more steps
-while an A/A split (two versions that behave alike) flags nothing."""
+while an A/A split (two versions that behave alike) flags nothing, on each store (DuckDB and
+ClickHouse)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import httpx
 import pytest
 
 import tracer
+from tests.ingest.analytics.synthetic import store_overrides
+from tests.ingest.api.harness import BACKENDS
 from tests.support.release_runs import USERS, run_release
 from tests.support.scores_http import run_trace_ids
 from tracer.conventions import ReleaseCohort
@@ -19,15 +22,16 @@ from tracer.conventions import ReleaseCohort
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     import asyncio
 
     from ingest.config import Settings
     from tests.ingest.conftest import _ServerThread
 
-    thread = _ServerThread(Settings(db=tmp_path_factory.mktemp("release") / "steplens.duckdb", host="127.0.0.1",
-                                    grpc_port=0, normalize_processes=0, alerts_defaults=False))
+    root = tmp_path_factory.mktemp(f"release-{request.param}")
+    thread = _ServerThread(Settings(db=root / "steplens.duckdb", host="127.0.0.1", grpc_port=0, normalize_processes=0,
+                                    alerts_defaults=False, **store_overrides(request.param, root)))
     server = thread.start()
     handle = tracer.setup(service_name="release-tests", endpoint=f"{server.http_url}/v1/traces", schedule_delay_ms=50,
                           max_queue_size=65_536)

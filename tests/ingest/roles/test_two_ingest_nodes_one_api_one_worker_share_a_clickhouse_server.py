@@ -50,7 +50,7 @@ def test_split_nodes_share_one_database(tmp_path: Path) -> None:
                 sent[trace_id] = 3
             jobs = {n: httpx.get(u.url + "/readyz").json()["jobs"] for n, u in
                     (("ingest-1", ingest[0]), ("ingest-2", ingest[1]), ("api", api), ("worker", worker))}
-            assert jobs == {"ingest-1": [], "ingest-2": [], "api": [], "worker": ["retention"]}, jobs
+            assert jobs == {"ingest-1": [], "ingest-2": [], "api": [], "worker": ["alerts", "retention"]}, jobs
             assert httpx.get(api.url + "/api/prices").status_code == 200
             assert httpx.get(ingest[0].url + "/api/prices").status_code == 404
         # every node stopped with SIGTERM: each loaded its spool into ClickHouse first

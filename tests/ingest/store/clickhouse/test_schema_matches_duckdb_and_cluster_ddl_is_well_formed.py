@@ -43,7 +43,8 @@ def test_tables_have_duckdbs_columns_and_migrating_twice_is_a_no_op(chdb: ChdbTr
             "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
             [table.name],
         ).fetchall()]  # fmt: skip
-        extra = ["revision"] if table.name == "runs" else ["revision", "is_deleted"] if table.per_trace_key else []
+        extra = ["revision"] if table.name in ("runs", "alert_state") else (
+            ["revision", "is_deleted"] if table.per_trace_key else [])
         if table.name == "saved_views":
             extra = ["is_deleted"]  # a delete is a tombstone row (schema_views.py)
         assert _columns(chdb, table.name) == expected + extra, table.name
