@@ -1,7 +1,7 @@
 """Search documents on ClickHouse: the load path writes the documents the FTS5 side would index (one per
 span and content field), exactly once whatever is replayed (a crash between the documents' insert and
 the spans', a replay after both, a client's retry), and retention ages them out with their spans (the
-sweep deletes them; the table carries the TTL)."""
+sweep or the table's TTL, whichever acts first)."""
 
 from __future__ import annotations
 
