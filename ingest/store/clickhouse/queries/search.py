@@ -184,15 +184,18 @@ def find(
         score_params += [_idf(documents, n), *params, *params, average]
     helpers, snippet_params = _snippet(sorted({t for p in found for t in p})) if snippets else (["'' AS snippet"], [])
     window = max(limit, int(index.RANK_WINDOW))
+    # innermost the window of matches, then only its documents are tokenized and scored, then only
+    # the best `limit` get snippets
     cur.execute(
         f"""
         SELECT project, trace_id, span_id, start_time, field, score, snippet
         FROM (
           SELECT project, trace_id, span_id, start_time, field, score, {', '.join(helpers)}
           FROM (
-            SELECT project, trace_id, span_id, start_time, field, text, {' + '.join(terms)} AS score
+            SELECT project, trace_id, span_id, start_time, field, text, {tokens_of('text')} AS dt,
+                   {' + '.join(terms)} AS score
             FROM (
-              SELECT project, trace_id, span_id, start_time, field, text, doc_len, {tokens_of('text')} AS dt
+              SELECT project, trace_id, span_id, start_time, field, text, doc_len
               FROM {DOCS} WHERE {where.sql()}
               ORDER BY indexed_at DESC, project, trace_id, span_id, field
               LIMIT 1 BY project, trace_id, span_id, field LIMIT ?
