@@ -9,7 +9,8 @@ in ClickHouse (`search_docs`, `search_meta`), not in a node.
 The rebuild (`steplens search reindex`): empties `search_docs`, then writes the documents of the
 stored spans again by start-time windows, oldest first (windows halved or doubled to hold about
 REBUILD_ROWS spans), keeping its position in `search_meta` so every node reports the progress and a
-node that starts while a rebuild has stalled (its node stopped) resumes it. Spans loaded meanwhile
+node that starts while a rebuild has stalled (its node stopped) resumes it; a store with spans but no
+documents and no built index (made before search was on ClickHouse) starts one at start. Spans loaded meanwhile
 get their documents from the load path as always; one written twice (by a load and the rebuild) is
 one document (ReplacingMergeTree key). A last pass re-writes the documents of the spans ingested
 since shortly before the rebuild began, so a load that wrote its documents just before the table was
@@ -133,11 +134,15 @@ class ClickHouseSearchRebuild:
                     log.info("search index: resuming the rebuild a stopped node left at %s",
                              from_us(int(meta[META_REBUILD_NEXT])))
                     self._spawn()
-            elif META_BUILT_AT not in meta:
-                self._begin(transport, started=utcnow())
+            elif META_BUILT_AT not in meta and not self._has_documents(transport):
+                self._begin(transport, started=utcnow())  # (a copied store brings its documents along)
         except Exception as exc:  # noqa: BLE001 - search must never keep the store from starting
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("search index: cannot check for a rebuild to resume: %s", self.failed)
+
+    def _has_documents(self, transport: Transport) -> bool:
+        table = transport.query_arrow(f"SELECT count() > 0 FROM `{self._db}`.`{SEARCH_DOCS.name}`")
+        return bool(table.column(0)[0].as_py())
 
     def _begin(self, transport: Transport, started: datetime) -> None:
         extent = transport.query_arrow(f"SELECT min(start_time), max(start_time), count() FROM `{self._db}`.spans")
