@@ -89,9 +89,10 @@ class ClickHouseSearchRebuild:
     """`store.search_indexer` on ClickHouse: runs a rebuild in a thread of this node; `failed` is its
     last error until a window succeeds."""
 
-    def __init__(self, transport: Callable[[], Transport | None], database: str) -> None:
+    def __init__(self, transport: Callable[[], Transport | None], database: str, cluster: str | None = None) -> None:
         self._transport = transport
         self._db = database
+        self._cluster = cluster
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._generation = 0
@@ -105,9 +106,7 @@ class ClickHouseSearchRebuild:
         return transport
 
     def _meta(self, transport: Transport) -> tuple[dict[str, str], dict[str, datetime]]:
-        table = naive_utc(transport.query_arrow(
-            f"SELECT key, value, updated_at FROM `{self._db}`.`{SEARCH_META.name}` FINAL WHERE value IS NOT NULL"
-        ))  # fmt: skip
+        table = naive_utc(transport.query_arrow(f"SELECT key, latest, latest_at FROM ({queries.META_LATEST})"))
         keys, values, times = (table.column(i).to_pylist() for i in range(3))
         return dict(zip(keys, values, strict=True)), dict(zip(keys, times, strict=True))
 
@@ -116,7 +115,7 @@ class ClickHouseSearchRebuild:
         fut: Future[dict[str, str]] = Future()
         try:
             transport = self._connection()
-            transport.command(f"TRUNCATE TABLE `{self._db}`.`{SEARCH_DOCS.name}`")
+            transport.command(self._truncate())
             self._begin(transport, started=utcnow())
             fut.set_result(self._meta(transport)[0])
         except Exception as exc:  # noqa: BLE001 - the caller (the API) answers it
@@ -139,6 +138,14 @@ class ClickHouseSearchRebuild:
         except Exception as exc:  # noqa: BLE001 - search must never keep the store from starting
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("search index: cannot check for a rebuild to resume: %s", self.failed)
+
+    def _truncate(self) -> str:
+        """Emptying the documents: on a cluster, the replicated local tables on every shard (a
+        Distributed table holds no rows of its own)."""
+        if self._cluster:
+            cluster = "`" + self._cluster.replace("`", "``") + "`"
+            return f"TRUNCATE TABLE `{self._db}`.`{SEARCH_DOCS.name}_local` ON CLUSTER {cluster}"
+        return f"TRUNCATE TABLE `{self._db}`.`{SEARCH_DOCS.name}`"
 
     def _has_documents(self, transport: Transport) -> bool:
         table = transport.query_arrow(f"SELECT count() > 0 FROM `{self._db}`.`{SEARCH_DOCS.name}`")

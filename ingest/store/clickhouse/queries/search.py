@@ -238,9 +238,17 @@ def _snippets(cur: Any, ranked: list[tuple], tokens: list[str]) -> dict[tuple[st
     return {(r[0], r[1], r[2], r[3]): r[4] for r in cur.fetchall()}
 
 
+# Each key's newest row (a cleared key's newest value is NULL), by argMax rather than FINAL: on a
+# cluster a key's rows may sit on different shards, and FINAL only merges within one.
+META_LATEST = (
+    "SELECT key, argMax(tuple(value), updated_at).1 AS latest, max(updated_at) AS latest_at "
+    "FROM search_meta GROUP BY key HAVING latest IS NOT NULL"
+)
+
+
 def meta(cur: Any) -> dict[str, str]:
     """The index's bookkeeping (rebuild progress, when it was built), the keys FTS5's side keeps."""
-    cur.execute("SELECT key, value FROM search_meta FINAL WHERE value IS NOT NULL")
+    cur.execute(f"SELECT key, latest FROM ({META_LATEST})")
     return {k: v for k, v in cur.fetchall()}
 
 
