@@ -72,11 +72,11 @@ class ClickHouseSearchIndex:
         """Nothing to close: the store owns the connection."""
 
 
-def write_meta(transport: Transport, database: str, values: dict[str, str | None]) -> None:
-    """Set (or clear, with None) keys of `search_meta`; the newest row of a key wins (FINAL)."""
+def write_meta(transport: Transport, database: str, values: dict[str, str | None], at: datetime | None = None) -> None:
+    """Set (or clear, with None) keys of `search_meta` as of `at` (default now); a key's newest row wins."""
     import pyarrow as pa
 
-    now = utcnow()
+    now = at or utcnow()
     rows = pa.table({
         "key": pa.array(list(values), pa.string()),
         "value": pa.array(list(values.values()), pa.string()),
