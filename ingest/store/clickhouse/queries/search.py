@@ -43,8 +43,8 @@ from ingest.store.clickhouse.queries.spans import require_clickhouse
 from ingest.store.clickhouse.schema_search import (
     SEPARATOR_PATTERN,
     WORD_PATTERN,
-    _sql_string,
     normalized,
+    sql_string,
     tokens_of,
 )
 
@@ -71,7 +71,7 @@ def span_facts(cur: Any, hits: list[Hit], predicate: Sql | None) -> dict[tuple[s
     extra, params = ("", []) if predicate is None else (f" AND ({predicate.sql})", predicate.params)
     cur.execute(
         f"SELECT {_FACTS} FROM spans AS s FINAL WHERE s.start_time BETWEEN ? AND ? "
-        "AND (s.project, s.trace_id, s.span_id) IN (SELECT arrayJoin(arrayZip(?, ?, ?))){extra}".format(extra=extra),
+        f"AND (s.project, s.trace_id, s.span_id) IN (SELECT arrayJoin(arrayZip(?, ?, ?))){extra}",
         [first, last, [h.project for h in hits], [h.trace_id for h in hits], [h.span_id for h in hits], *params],
     )
     return {(r["project"], r["trace_id"], r["span_id"]): r for r in dicts(cur)}
@@ -125,7 +125,7 @@ def _snippet_levels(tokens: list[str]) -> tuple[list[list[str]], list[Any]]:
     marked; the marked words' numbers and folded text; per marked word as the window's first match,
     the last match the window covers and how many distinct query words it covers; the best window's
     first word; the snippet."""
-    word = _sql_string("^" + WORD_PATTERN[:-1])  # a piece that starts with a letter or digit is a word
+    word = sql_string("^" + WORD_PATTERN[:-1])  # a piece that starts with a letter or digit is a word
     span = int(index.SNIPPET_TOKENS) - 1
     keep = (
         f"if(w, k BETWEEN w0 AND w0 + {span}, (k >= w0 AND k < w0 + {span}) OR (k = 0 AND w0 = 1) "
@@ -133,7 +133,7 @@ def _snippet_levels(tokens: list[str]) -> tuple[list[list[str]], list[Any]]:
     )
     levels = [
         [
-            f"extractAll(text, {_sql_string(WORD_PATTERN + '|' + SEPARATOR_PATTERN)}) AS pieces",
+            f"extractAll(text, {sql_string(WORD_PATTERN + '|' + SEPARATOR_PATTERN)}) AS pieces",
             f"arrayMap(p -> match(p, {word}), pieces) AS is_word",
         ],
         [
