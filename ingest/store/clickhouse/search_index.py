@@ -40,6 +40,7 @@ from ingest.store.clickhouse.cursor import naive_utc
 from ingest.store.clickhouse.queries import search as queries
 from ingest.store.clickhouse.schema_search import SEARCH_DOCS, SEARCH_META
 from ingest.store.clickhouse.transport import Transport
+from ingest.store.failures import environmental
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ class ClickHouseSearchRebuild:
             self._begin(transport, started=utcnow())
             fut.set_result(self._meta(transport)[0])
         except Exception as exc:  # noqa: BLE001 - the caller (the API) answers it
+            if environmental(exc) and not isinstance(exc, ConnectionError):
+                exc = ConnectionError(f"ClickHouse cannot be written ({type(exc).__name__}); retry the reindex shortly")
             fut.set_exception(exc)
         return fut
 
