@@ -11,7 +11,6 @@ from fastapi import APIRouter, HTTPException
 # First path segments under /api served by routers whose reads or writes are DuckDB-only so far.
 DUCKDB_ONLY = (
     "alerts", "approvals", "export", "views", "queues", "datasets", "evaluators", "regressions",
-    "score-configs",
 )
 
 

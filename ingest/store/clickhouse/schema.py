@@ -259,6 +259,15 @@ ANALYTICS_TABLES: tuple[Table, ...] = (TOOL_CALLS, TOOL_CARRY, RUN_MODELS, PLAN_
 TABLES: tuple[Table, ...] = (SPANS, RUNS, SCORES, LOG_RECORDS, SCORE_CONFIGS, SAVED_VIEWS, *ANALYTICS_TABLES)
 
 
+def _work_tables() -> tuple[Table, ...]:
+    from ingest.store.clickhouse.schema_work import WORK_TABLES  # defined with this module's helpers
+
+    return WORK_TABLES
+
+
+TABLES += _work_tables()
+
+
 def _quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
@@ -271,7 +280,7 @@ def _engine(table: Table, cluster: str | None) -> str:
         args = [f"'/clickhouse/tables/{{shard}}/{{database}}/{table.name}_local'", "'{replica}'"]
     if table.version:
         args.append(table.version)
-    if table.per_trace_key:
+    if table.per_trace_key or "is_deleted" in table.column_names:
         args.append("is_deleted")
     return f"{family}({', '.join(args)})"
 
@@ -327,4 +336,6 @@ def migrations(database: str, cluster: str | None = None) -> list[list[str]]:
     analytics: list[str] = []
     for table in ANALYTICS_TABLES:
         analytics += create_table(table, database, cluster)
-    return [first, analytics]
+    from ingest.store.clickhouse.schema_work import work_migration
+
+    return [first, analytics, work_migration(database, cluster)]

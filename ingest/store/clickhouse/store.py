@@ -15,12 +15,13 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ingest.errors import NotAvailable, StorageUnavailable
+from ingest.errors import StorageUnavailable
 from ingest.normalize.process import NormalizePool
 from ingest.store.backend import CLICKHOUSE_QUERIES
 from ingest.store.clickhouse.cursor import ClickHouseCursor
 from ingest.store.clickhouse.migrate import migrate
 from ingest.store.clickhouse.transport import Transport, open_transport
+from ingest.store.clickhouse.work.runner import WorkRunner
 from ingest.store.clickhouse.writer import ClickHouseWriter, read_position
 from ingest.store.committer import GroupCommitter
 from ingest.store.failures import environmental
@@ -37,6 +38,7 @@ class ClickHouseStore(SpanStore):
 
     name = "clickhouse"
     queries = CLICKHOUSE_QUERIES
+    _work: WorkRunner | None = None
 
     def _connect(self) -> Transport:
         """A connection to ClickHouse with the schema migrated (the writer calls it until it works)."""
@@ -106,6 +108,7 @@ class ClickHouseStore(SpanStore):
         self._writer, self._committer = writer, committer  # type: ignore[assignment]
         writer.start()
         committer.start()
+        self._work = WorkRunner(lambda: writer.transport, s.clickhouse_database, s.query_timeout_s, s.retry_after_s)
         with self._lock:
             self._accepting = True
         self._started = True
@@ -118,6 +121,9 @@ class ClickHouseStore(SpanStore):
             self._accepting = False
         assert self._committer is not None and self._writer is not None
         self._committer.close()
+        if self._work is not None:
+            self._work.close()
+            self._work = None
         if self._pool is not None:
             self._pool.close()
             self._pool = None
@@ -149,8 +155,8 @@ class ClickHouseStore(SpanStore):
             cursor.close()
 
     def run_write(self, fn: Callable[[Any], T]) -> Future[T]:
-        """Writes of the alert, queue and evaluator services are DuckDB SQL: not on this store yet."""
-        raise NotAvailable(
-            "not available on the clickhouse store yet: score configs, alerts, queues, views and evaluators are "
-            "written on store=duckdb"
-        )
+        """Run `fn(WorkConnection)` on this node's one work thread: the writes of the score configs,
+        queue, evaluator, dataset and approval services (ingest/store/clickhouse/work/)."""
+        if self._work is None:
+            raise RuntimeError("the span store is not started")
+        return self._work.submit(fn)
