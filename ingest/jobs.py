@@ -13,7 +13,8 @@ alike; on ClickHouse each table's TTL also ages rows out on merges). Nodes witho
 api) get a store whose writer never sweeps (`store_settings`), so it is reported here, where it
 runs.
 
-The alert, queue and evaluator services write DuckDB tables: on another store they are not built,
+The queue filler runs on either store (its SQL is the store's own, ingest/store/work.py); the alert
+and evaluator services write DuckDB tables: on another store they are not built,
 and /readyz lists them under `jobs_unavailable` with the reason. A job whose start fails with an
 IngestError is logged and listed the same way, so the others still run.
 """
@@ -105,8 +106,8 @@ def build_jobs(settings: Settings, store: object) -> SingletonJobs:
     backend = getattr(store, "name", "duckdb")
     if backend != "duckdb":
         why = f"not available on the {backend} store yet"
-        return SingletonJobs(None, None, None, sweeps,
-                             unavailable={"alerts": why, "evaluators": why, "queue_fill": why})
+        return SingletonJobs(None, QueueFiller(store, settings.queue_fill_interval_s, settings.queues), None, sweeps,
+                             unavailable={"alerts": why, "evaluators": why})
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults, [k.project for k in settings.api_keys])
     return SingletonJobs(
         alerts=AlertService(store, rules, settings.alert_channels, builtin=builtin),

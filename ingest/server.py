@@ -425,6 +425,8 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
             ("/api", build_query_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
             ("/api", build_scores_router(store, timeout_s=settings.query_timeout_s)),
             ("/api", build_sql_router(store, settings)),  # the checked query rendered in its SQL
+            ("/api", build_queues_router(store, jobs.queue_filler, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
+                                         run_filler=False)),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
             ("", jobs_router(jobs, run=run_jobs)),
         ]

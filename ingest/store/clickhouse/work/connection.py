@@ -87,3 +87,17 @@ class WorkConnection(ClickHouseCursor):
         settings = {"insert_deduplication_token": token} if token else None
         name = f"`{self.database}`.`{table.name}`"
         self._transport.insert_arrow(name, arrow_rows(table, rows), settings)
+
+    def rewrite(self, table: Table, where: str, params: list[Any], changes: dict[str, Any]) -> None:
+        """A new version of every current row of `table` matching `where` (SQL with `?`, columns of
+        the table), with `changes` applied; `{"is_deleted": 1}` makes them tombstones. One
+        INSERT ... SELECT on the server: the rows never travel, and their other columns stay as
+        they are. `changes` names columns of the module's tables, never input."""
+        unknown = set(changes) - set(table.column_names)
+        if unknown:
+            raise ValueError(f"{table.name} has no column {', '.join(sorted(unknown))}")
+        sets = {**changes, "revision": next_revision()}
+        replace = ", ".join(f"? AS `{column}`" for column in sets)
+        name = f"`{self.database}`.`{table.name}`"
+        self.execute(f"INSERT INTO {name} SELECT * REPLACE ({replace}) FROM {name} WHERE {where}",
+                     [*sets.values(), *params])
