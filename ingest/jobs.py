@@ -13,9 +13,9 @@ alike; on ClickHouse each table's TTL also ages rows out on merges). Nodes witho
 api) get a store whose writer never sweeps (`store_settings`), so it is reported here, where it
 runs.
 
-The queue filler runs on either store (its SQL is the store's own, ingest/store/work.py); the alert
-and evaluator services write DuckDB tables: on another store they are not built,
-and /readyz lists them under `jobs_unavailable` with the reason. A job whose start fails with an
+The queue filler and the evaluators run on either store (their SQL is the store's own,
+ingest/store/work.py); the alert service writes DuckDB tables: on another store it is not built,
+and /readyz lists it under `jobs_unavailable` with the reason. A job whose start fails with an
 IngestError is logged and listed the same way, so the others still run.
 """
 
@@ -97,6 +97,13 @@ def store_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"retention_interval_s": NEVER})
 
 
+def _evaluators(settings: Settings, store: object) -> EvaluatorService:
+    return EvaluatorService(
+        store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
+        poll_interval_s=settings.evaluator_poll_interval_s,
+    )
+
+
 def build_jobs(settings: Settings, store: object) -> SingletonJobs:
     from ingest.alerts.defaults import effective_rules
 
@@ -106,16 +113,13 @@ def build_jobs(settings: Settings, store: object) -> SingletonJobs:
     backend = getattr(store, "name", "duckdb")
     if backend != "duckdb":
         why = f"not available on the {backend} store yet"
-        return SingletonJobs(None, QueueFiller(store, settings.queue_fill_interval_s, settings.queues), None, sweeps,
-                             unavailable={"alerts": why, "evaluators": why})
+        return SingletonJobs(None, QueueFiller(store, settings.queue_fill_interval_s, settings.queues),
+                             _evaluators(settings, store), sweeps, unavailable={"alerts": why})
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults, [k.project for k in settings.api_keys])
     return SingletonJobs(
         alerts=AlertService(store, rules, settings.alert_channels, builtin=builtin),
         queue_filler=QueueFiller(store, settings.queue_fill_interval_s, settings.queues),
-        evaluators=EvaluatorService(
-            store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
-            poll_interval_s=settings.evaluator_poll_interval_s,
-        ),
+        evaluators=_evaluators(settings, store),
         sweeps_retention=sweeps,
     )
 

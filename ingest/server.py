@@ -417,8 +417,8 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
 
     jobs = build_jobs(settings, store)  # the singleton jobs (ingest/jobs.py), started by jobs_router below
     if getattr(store, "name", "duckdb") != "duckdb":
-        # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
-        # services writing DuckDB tables (alerts, queues, evaluators, views...) answer 501 for now
+        # a store other than DuckDB: its query namespace (ingest/store/backend.py), scores and the
+        # services whose SQL it has (ingest/store/work.py); the others (alerts, views...) answer 501 for now
         from ingest.api.not_available import build_not_available_router
 
         return [
@@ -427,6 +427,8 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
             ("/api", build_sql_router(store, settings)),  # the checked query rendered in its SQL
             ("/api", build_queues_router(store, jobs.queue_filler, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
                                          run_filler=False)),
+            ("/api", build_evaluators_router(jobs.evaluators, store, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
+                                             run_service=False)),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
             ("", jobs_router(jobs, run=run_jobs)),
         ]

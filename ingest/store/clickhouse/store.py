@@ -108,7 +108,8 @@ class ClickHouseStore(SpanStore):
         self._writer, self._committer = writer, committer  # type: ignore[assignment]
         writer.start()
         committer.start()
-        self._work = WorkRunner(lambda: writer.transport, s.clickhouse_database, s.query_timeout_s, s.retry_after_s)
+        self._work = WorkRunner(lambda: writer.transport, s.clickhouse_database, s.query_timeout_s, s.retry_after_s,
+                                writer.wait_loaded)
         with self._lock:
             self._accepting = True
         self._started = True

@@ -58,7 +58,7 @@ def test_ingest_then_worker_then_api_each_do_their_part(tmp_path) -> None:
         ready = httpx.get(node.url + "/readyz").json()
         assert ready["role"] == "worker" and ready["jobs"] == ["queue_fill", "retention"], ready
         # the services that do not run on ClickHouse yet are listed on /readyz
-        assert set(ready["jobs_unavailable"]) == {"alerts", "evaluators"}
+        assert set(ready["jobs_unavailable"]) == {"alerts"}
         assert httpx.post(node.url + "/v1/traces", content=fresh_body, headers=PROTOBUF).status_code == 404
         assert httpx.get(node.url + "/api/runs").status_code == 404
         time.sleep(3)  # a few 1 s retention intervals
