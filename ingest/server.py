@@ -429,6 +429,7 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
                                          run_filler=False)),
             ("/api", build_evaluators_router(jobs.evaluators, store, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
                                              run_service=False)),
+            ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
             ("", jobs_router(jobs, run=run_jobs)),
         ]
