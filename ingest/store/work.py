@@ -30,6 +30,7 @@ _DUCKDB_MODULES = {
     "evaluations": "ingest.evaluators.state",
     "datasets": "ingest.datasets.store",
     "approvals": "ingest.approvals",
+    "export_tables": "ingest.export.tables",  # a read, but of whole tables: the store's own layout
 }
 
 
