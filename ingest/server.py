@@ -430,6 +430,7 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
             ("/api", build_evaluators_router(jobs.evaluators, store, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
                                              run_service=False)),
             ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
+            ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
             ("/api", build_export_router(store, timeout_s=settings.query_timeout_s, page_rows=settings.export_page_rows)),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
             ("", jobs_router(jobs, run=run_jobs)),

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException
 
 # First path segments under /api served by routers whose reads or writes are DuckDB-only so far.
 DUCKDB_ONLY = (
-    "alerts", "approvals", "views", "regressions",
+    "alerts", "views", "regressions",
 )
 
 

@@ -99,5 +99,7 @@ class WorkConnection(ClickHouseCursor):
         sets = {**changes, "revision": next_revision()}
         replace = ", ".join(f"? AS `{column}`" for column in sets)
         name = f"`{self.database}`.`{table.name}`"
-        self.execute(f"INSERT INTO {name} SELECT * REPLACE ({replace}) FROM {name} WHERE {where}",
+        # the rows are selected in a subquery: an alias of the outer SELECT (`? AS status`) would
+        # otherwise replace that column in the WHERE (ClickHouse lets aliases be used there)
+        self.execute(f"INSERT INTO {name} SELECT * REPLACE ({replace}) FROM (SELECT * FROM {name} WHERE {where})",
                      [*sets.values(), *params])
