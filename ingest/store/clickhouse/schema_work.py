@@ -118,6 +118,11 @@ APPROVALS = Table(
     version="revision",
 )
 
+# What only the ClickHouse layout has beyond DuckDB's tables (every other column is DuckDB's, in order,
+# then `revision` and `is_deleted`): the filler's own watermark table, and the saving a case belongs to.
+CLICKHOUSE_ONLY_TABLES = ("queue_watermarks",)
+CLICKHOUSE_ONLY_COLUMNS = {"dataset_cases": ("dataset_created_at",)}
+
 WORK_TABLES: tuple[Table, ...] = (ANNOTATION_QUEUES, QUEUE_WATERMARKS, QUEUE_ITEMS, QUEUE_CLAIMS, QUEUE_LABELS,
                                   EVALUATIONS, DATASETS, DATASET_CASES, APPROVALS)
 

@@ -68,9 +68,12 @@ def find(cur: Any, projects: frozenset[str] | None, name: str) -> list[DatasetIn
 
 def case_lines(cur: Any, project: str, name: str) -> list[str]:
     """The dataset's cases in order (those of its current saving), each the JSON text of one JSONL line."""
+    # or the zero time: cases `steplens migrate` copied from DuckDB, which has no such column (their
+    # saving's cases are the only ones of the dataset; a later save tombstones them)
     cur.execute(
-        "SELECT body FROM dataset_cases WHERE project = ? AND dataset = ? AND dataset_created_at = "
-        "(SELECT any(created_at) FROM datasets WHERE project = ? AND name = ?) ORDER BY position",
+        "SELECT body FROM dataset_cases WHERE project = ? AND dataset = ? AND (dataset_created_at = "
+        "(SELECT any(created_at) FROM datasets WHERE project = ? AND name = ?) OR toUnixTimestamp64Micro("
+        "dataset_created_at) = 0) ORDER BY position",
         [project, name, project, name],
     )
     return [json.dumps(json.loads(r[0]), ensure_ascii=False, separators=(", ", ": ")) for r in cur.fetchall()]
