@@ -20,8 +20,12 @@ cursor's `final = 1`) sees one current row per key or none. Why this holds the s
   so a definition changed on the api node and a watermark moved by the worker never overwrite each
   other's row; the watermark of a queue re-created under the same name starts afresh (keyed by the
   queue's created_at).
-Queue items and decisions, and evaluations, age out with `retention_days` like their DuckDB rows
-(ingest/store/retention.py): TTL on run_start, decided_at and evaluated_at.
+With a cluster, each table is sharded by the key its rows are found by (a queue's rows by (project,
+queue), an approval by its id), so every version of a row lands on one shard, where FINAL collapses
+them; the work inserts are synchronous on the Distributed table (`insert_distributed_sync`), so a
+write reads back what it wrote. Queue items and decisions, and evaluations, age out with
+`retention_days` like their DuckDB rows (ingest/store/retention.py): TTL on run_start, decided_at
+and evaluated_at, and the worker's sweep.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ ANNOTATION_QUEUES = Table(
     ),
     order_by=("project", "name"),
     version="revision",
+    shard_key="cityHash64(project, name)",
 )
 
 QUEUE_WATERMARKS = Table(
@@ -46,6 +51,7 @@ QUEUE_WATERMARKS = Table(
     _columns("project str, queue str, created_at ts, watermark ts"),
     order_by=("project", "queue", "created_at"),
     version="watermark",  # only ever moves forward: the latest is the largest
+    shard_key="cityHash64(project, queue)",
 )
 
 QUEUE_ITEMS = Table(
@@ -56,6 +62,7 @@ QUEUE_ITEMS = Table(
     ),
     order_by=("project", "queue", "trace_id"),
     version="revision",
+    shard_key="cityHash64(project, queue)",
     ttl_column="coalesce(run_start, added_at)",
 )
 
@@ -64,6 +71,7 @@ QUEUE_CLAIMS = Table(
     _columns(f"project str, queue str, trace_id str, user_name str, claimed_at ts, lease_until ts, {_VERSIONED}"),
     order_by=("project", "queue", "trace_id", "user_name"),
     version="revision",
+    shard_key="cityHash64(project, queue)",
 )
 
 QUEUE_LABELS = Table(
@@ -74,6 +82,7 @@ QUEUE_LABELS = Table(
     ),
     order_by=("project", "queue", "trace_id", "user_name"),
     version="revision",
+    shard_key="cityHash64(project, queue)",
     ttl_column="decided_at",
 )
 
@@ -86,6 +95,7 @@ EVALUATIONS = Table(
     ),
     order_by=("project", "rule", "trace_id"),
     version="revision",
+    shard_key="cityHash64(project, trace_id)",
     ttl_column="evaluated_at",
 )
 
@@ -97,6 +107,7 @@ DATASETS = Table(
     ),
     order_by=("project", "name"),
     version="revision",
+    shard_key="cityHash64(project, name)",
 )
 
 DATASET_CASES = Table(
@@ -105,6 +116,7 @@ DATASET_CASES = Table(
              f"{_VERSIONED}"),
     order_by=("project", "dataset", "dataset_created_at", "position"),
     version="revision",
+    shard_key="cityHash64(project, dataset)",
 )
 
 APPROVALS = Table(
@@ -116,6 +128,7 @@ APPROVALS = Table(
     ),
     order_by=("approval_id",),
     version="revision",
+    shard_key="cityHash64(approval_id)",
 )
 
 # What only the ClickHouse layout has beyond DuckDB's tables (every other column is DuckDB's, in order,

@@ -79,12 +79,19 @@ class WorkConnection(ClickHouseCursor):
         super().__init__(transport, timeout_s)
         self.database = database
 
+    def _settings(self) -> dict[str, Any]:
+        # an INSERT ... SELECT (`rewrite`) is synchronous on a Distributed table too
+        return {**super()._settings(), "insert_distributed_sync": 1}
+
     def insert(self, table: Table, rows: list[dict[str, Any]], token: str | None = None) -> None:
         """Insert `rows` into `table`; `token`: an `insert_deduplication_token`, so the same insert
         sent again (a retry after a timeout that did land, a restart redoing it) is stored once."""
         if not rows:
             return
-        settings = {"insert_deduplication_token": token} if token else None
+        # synchronous on a Distributed table too: the write function reads back what it inserted
+        settings: dict[str, Any] = {"insert_distributed_sync": 1}
+        if token:
+            settings["insert_deduplication_token"] = token
         name = f"`{self.database}`.`{table.name}`"
         self._transport.insert_arrow(name, arrow_rows(table, rows), settings)
 
