@@ -345,7 +345,9 @@ class EvaluatorService:
         for old in finished[: max(0, len(self.jobs) - MAX_JOBS)]:  # oldest first: dicts keep insertion order
             self.jobs.pop(old.job_id, None)
         if self._pool is None:
-            self.start()
+            # the pool only: on a node without the singleton jobs (an api node of a split deployment)
+            # the backfill runs here, but the online polling stays the worker's alone
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="steplens-evaluator")
         threading.Thread(target=self._backfill, args=(rule, job), name="steplens-evaluator-backfill",
                          daemon=True).start()
         return job
