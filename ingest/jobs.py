@@ -13,10 +13,9 @@ alike; on ClickHouse each table's TTL also ages rows out on merges). Nodes witho
 api) get a store whose writer never sweeps (`store_settings`), so it is reported here, where it
 runs.
 
-The alert service runs on either store (its state and events through the store's `alerts` query
-module); only a node with the jobs records evaluations and notifies (AlertService `records`). The
-queue and evaluator services write DuckDB tables: on another store they are not built, and /readyz
-lists them under `jobs_unavailable` with the reason. A job whose start fails with an
+The alert service, the queue filler and the evaluators run on either store (their SQL is the
+store's own: the `alerts` query module, ingest/store/work.py); only a node with the jobs records
+alert evaluations and notifies (AlertService `records`). A job whose start fails with an
 IngestError is logged and listed the same way, so the others still run.
 """
 
@@ -98,26 +97,25 @@ def store_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"retention_interval_s": NEVER})
 
 
+def _evaluators(settings: Settings, store: object) -> EvaluatorService:
+    return EvaluatorService(
+        store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
+        poll_interval_s=settings.evaluator_poll_interval_s,
+    )
+
+
 def build_jobs(settings: Settings, store: object) -> SingletonJobs:
     from ingest.alerts.defaults import effective_rules
 
     # what the store was really opened with (store_settings), not what the node was asked for
     opened = getattr(store, "settings", settings)
     sweeps = opened.retention_days > 0 and opened.retention_interval_s < NEVER
-    backend = getattr(store, "name", "duckdb")
     rules, builtin = effective_rules(settings.alerts, settings.alerts_defaults, [k.project for k in settings.api_keys])
-    if backend != "duckdb":
-        why = f"not available on the {backend} store yet"
-        alerts = AlertService(store, rules, settings.alert_channels, builtin=builtin,
-                              records=plan_for(settings.role).jobs)
-        return SingletonJobs(alerts, None, None, sweeps, unavailable={"evaluators": why, "queue_fill": why})
     return SingletonJobs(
-        alerts=AlertService(store, rules, settings.alert_channels, builtin=builtin),
+        # only a node with the jobs records evaluations and notifies (an api node checks without recording)
+        alerts=AlertService(store, rules, settings.alert_channels, builtin=builtin, records=plan_for(settings.role).jobs),
         queue_filler=QueueFiller(store, settings.queue_fill_interval_s, settings.queues),
-        evaluators=EvaluatorService(
-            store, settings.evaluators, settings=settings, concurrency=settings.evaluator_concurrency,
-            poll_interval_s=settings.evaluator_poll_interval_s,
-        ),
+        evaluators=_evaluators(settings, store),
         sweeps_retention=sweeps,
     )
 

@@ -417,9 +417,8 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
 
     jobs = build_jobs(settings, store)  # the singleton jobs (ingest/jobs.py), started by jobs_router below
     if getattr(store, "name", "duckdb") != "duckdb":
-        # a store other than DuckDB: its query namespace (ingest/store/backend.py) and scores; the
-        # services writing DuckDB tables (queues, evaluators...) answer 501 for now; regressions, views and
-        # alerts run on it (alerts: the jobs built the service, ingest/jobs.py)
+        # a store other than DuckDB: its query namespace (ingest/store/backend.py), scores and the
+        # services whose SQL it has (ingest/store/work.py, ingest/store/clickhouse/queries/)
         from ingest.api.not_available import build_not_available_router
 
         return [
@@ -430,6 +429,13 @@ def query_routers(settings: Settings, store: object, run_jobs: bool = True) -> l
             ("/api", build_regressions_router(store, timeout_s=settings.query_timeout_s)),  # type: ignore[arg-type]
             *([("/api", build_alerts_router(jobs.alerts, store, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
                                             run_service=False))] if jobs.alerts is not None else []),
+            ("/api", build_queues_router(store, jobs.queue_filler, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
+                                         run_filler=False)),
+            ("/api", build_evaluators_router(jobs.evaluators, store, timeout_s=settings.query_timeout_s,  # type: ignore[arg-type]
+                                             run_service=False)),
+            ("/api", build_datasets_router(store, timeout_s=settings.query_timeout_s)),
+            ("/api", build_approvals_router(store, timeout_s=settings.query_timeout_s)),
+            ("/api", build_export_router(store, timeout_s=settings.query_timeout_s, page_rows=settings.export_page_rows)),
             ("/api", build_not_available_router(getattr(store, "name", "this"))),
             ("", jobs_router(jobs, run=run_jobs)),
         ]

@@ -27,6 +27,7 @@ from ingest.api.access import ReadAccess, principal_read_access
 from ingest.api.execute import ReadableStore, run_read
 from ingest.auth import Principal, authorize, presented_key, require_scope
 from ingest.errors import Forbidden
+from ingest.store.work import work_of
 
 _MAX_ARGUMENT_BYTES = 64 * 1024
 
@@ -116,9 +117,10 @@ def _projects(principal: Principal) -> frozenset[str] | None:
 
 def build_approvals_router(store: Any, read_access: Callable[..., Any] | None = None,
                            timeout_s: float | None = None) -> APIRouter:
-    """Mount under /api. `store` needs `read()` and `run_write(fn) -> Future` (SpanStore)."""
+    """Mount under /api. `store` needs `read()` and `run_write(fn) -> Future` (either store)."""
     read_access = read_access or principal_read_access()
     readable: ReadableStore = store
+    work = work_of(store)  # the store's own SQL for the approvals table
     router = APIRouter(tags=["approvals"])
 
     async def write(fn: Callable[[Any], Any]) -> Any:
@@ -138,7 +140,7 @@ def build_approvals_router(store: Any, read_access: Callable[..., Any] | None = 
                  summary="Register a pending tool call (scope ingest; a write, unlike the rest of /api)")
     async def register(body: ApprovalIn, caller: Annotated[Principal, Depends(require_scope("ingest"))]) -> ApprovalOut:
         new = db.NewApproval(**body.model_dump())
-        row = await write(lambda conn: db.insert(conn, caller.project, new, caller.name))
+        row = await write(lambda conn: work.approvals.insert(conn, caller.project, new, caller.name))
         return ApprovalOut.of(row)
 
     @router.get("/approvals", response_model=ApprovalsOut, summary="Approvals, newest first (scope read)")
@@ -148,19 +150,19 @@ def build_approvals_router(store: Any, read_access: Callable[..., Any] | None = 
         project: Annotated[str | None, Query(max_length=200)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> ApprovalsOut:
-        rows = run_read(readable, lambda cur: db.list_approvals(cur, access.narrow(project), status, limit), timeout_s)
+        rows = run_read(readable, lambda cur: work.approvals.list_approvals(cur, access.narrow(project), status, limit), timeout_s)
         return ApprovalsOut(approvals=[ApprovalOut.of(r) for r in rows])
 
     @router.get("/approvals/{approval_id}", response_model=ApprovalOut, summary="One approval (scope ingest or read)")
     def get_one(approval_id: str, caller: Annotated[Principal, Depends(_ingest_or_read)]) -> ApprovalOut:
-        row = run_read(readable, lambda cur: db.get(cur, approval_id, _projects(caller)), timeout_s)
+        row = run_read(readable, lambda cur: work.approvals.get(cur, approval_id, _projects(caller)), timeout_s)
         return found(row, approval_id)
 
     async def decide(approval_id: str, status: db.Status, caller: Principal, by: str | None,
                      reason: str | None) -> ApprovalOut:
         who = by or caller.name
         try:
-            row = await write(lambda conn: db.decide(conn, approval_id, _projects(caller), status, who, reason))
+            row = await write(lambda conn: work.approvals.decide(conn, approval_id, _projects(caller), status, who, reason))
         except db.NotPending as exc:
             if status == db.Status.EXPIRED:  # the agent asks for the final state: here it is
                 return ApprovalOut.of(exc.row)

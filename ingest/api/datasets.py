@@ -26,6 +26,7 @@ from ingest.auth import Principal, require_scope
 from ingest.datasets import store as dataset_store
 from ingest.datasets.build import QueueNotFound, cases_of, selected_trace_ids
 from ingest.datasets.model import DatasetCreated, DatasetIn, DatasetInfo, DatasetList
+from ingest.store.work import work_of
 
 JSONL = "application/x-ndjson"
 # Runs turned into cases per read: each read has the query time limit to itself (a case costs a few
@@ -38,6 +39,7 @@ def build_datasets_router(store: Any, read_access: Callable[..., Any] | None = N
     """Mount under /api. `store`: the SpanStore (read for the runs, run_write for the dataset)."""
     read_access = read_access or principal_read_access()
     readable: ReadableStore = store
+    work = work_of(store)  # the store's own SQL for the dataset tables
     router = APIRouter(tags=["datasets"])
 
     @router.post("/datasets", response_model=DatasetCreated,
@@ -50,7 +52,7 @@ def build_datasets_router(store: Any, read_access: Callable[..., Any] | None = N
         filters = run_filters(body.filter, narrowed) if body.filter else None
         try:
             trace_ids = await asyncio.to_thread(
-                run_read, readable, lambda cur: selected_trace_ids(cur, body, filters, caller.project), timeout_s
+                run_read, readable, lambda cur: selected_trace_ids(cur, body, filters, caller.project, store), timeout_s
             )
         except QueueNotFound as exc:
             raise HTTPException(404, str(exc)) from None
@@ -58,7 +60,7 @@ def build_datasets_router(store: Any, read_access: Callable[..., Any] | None = N
         for i in range(0, len(trace_ids), RUNS_PER_READ):
             chunk = trace_ids[i:i + RUNS_PER_READ]
             more, passed = await asyncio.to_thread(
-                run_read, readable, lambda cur, chunk=chunk: cases_of(cur, chunk, body, narrowed), timeout_s
+                run_read, readable, lambda cur, chunk=chunk: cases_of(cur, chunk, body, narrowed, store), timeout_s
             )
             cases += more
             skipped += passed
@@ -67,7 +69,7 @@ def build_datasets_router(store: Any, read_access: Callable[..., Any] | None = N
         selection = body.model_dump(mode="json", exclude={"replace", "description", "name"}, exclude_none=True)
         try:
             await asyncio.wrap_future(
-                store.run_write(lambda conn: dataset_store.save(conn, info, selection, cases, body.replace))
+                store.run_write(lambda conn: work.datasets.save(conn, info, selection, cases, body.replace))
             )
         except dataset_store.DatasetExists as exc:
             raise HTTPException(409, str(exc)) from None
@@ -77,7 +79,7 @@ def build_datasets_router(store: Any, read_access: Callable[..., Any] | None = N
 
     @router.get("/datasets", response_model=DatasetList, summary="Datasets of your projects (scope read)")
     def get_datasets(access: Annotated[ReadAccess, Depends(read_access)]) -> DatasetList:
-        return DatasetList(datasets=run_read(readable, lambda cur: dataset_store.list_datasets(cur, access.projects),
+        return DatasetList(datasets=run_read(readable, lambda cur: work.datasets.list_datasets(cur, access.projects),
                                              timeout_s))
 
     @router.get("/datasets/{name}", summary="A dataset's cases as JSONL, the file `steplens eval run` reads (scope read)",
@@ -87,8 +89,8 @@ def build_datasets_router(store: Any, read_access: Callable[..., Any] | None = N
         project: Annotated[str | None, Query(max_length=512)] = None,
     ) -> Response:
         def query(cur: Any) -> tuple[list[DatasetInfo], list[str]]:
-            found = dataset_store.find(cur, access.narrow(project), name)
-            return found, (dataset_store.case_lines(cur, found[0].project, name) if len(found) == 1 else [])
+            found = work.datasets.find(cur, access.narrow(project), name)
+            return found, (work.datasets.case_lines(cur, found[0].project, name) if len(found) == 1 else [])
 
         found, lines = run_read(readable, query, timeout_s)
         if not found:

@@ -29,6 +29,7 @@ from ingest.auth import Principal, require_scope
 from ingest.evaluators import state
 from ingest.evaluators.rules import EvaluatorRule, eval_run_id
 from ingest.evaluators.service import BackfillJob, EvaluatorService
+from ingest.store.work import work_of
 
 DEFAULT_WINDOW = timedelta(hours=24)
 
@@ -132,6 +133,7 @@ def build_evaluators_router(
 ) -> APIRouter:
     """Mount under /api. With `run_service`, the app's lifespan starts and stops `service`."""
     read_access = read_access or principal_read_access()
+    work = work_of(store)  # the store's own SQL for the evaluations table
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -157,8 +159,9 @@ def build_evaluators_router(
         rules = [r for r in service.rules if visible(r, projects)]
 
         def read(cur: Any) -> tuple[dict[str, state.RuleSummary], dict[str, list[state.Outcome]]]:
-            sums = state.summaries(cur, projects, start)
-            latest = {r.name: state.recent(cur, r.name, projects, limit, start) if limit else [] for r in rules}
+            sums = work.evaluations.summaries(cur, projects, start)
+            latest = {r.name: work.evaluations.recent(cur, r.name, projects, limit, start) if limit else []
+                      for r in rules}
             return sums, latest
 
         sums, latest = run_read(store, read, timeout_s)

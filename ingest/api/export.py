@@ -53,7 +53,7 @@ def build_export_router(store: Any, read_access: Callable[..., Any] | None = Non
         if params.format is Format.OTLP and table is not SPANS:
             raise HTTPException(422, "format otlp exports spans only: use table=spans (runs and scores: parquet or jsonl)")
         request = ExportRequest(table, params.format, access.narrow(params.project), params.since, params.until)
-        prepared = await run_in_threadpool(run_read, store, lambda cur: prepare(cur, request), timeout_s)
+        prepared = await run_in_threadpool(run_read, store, lambda cur: prepare(cur, request, store), timeout_s)
         filename = f"{table.name}{SUFFIXES[params.format]}"
         headers = {
             ROWS_HEADER: str(prepared.rows),

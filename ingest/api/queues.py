@@ -35,11 +35,11 @@ from ingest.api.scores import rejected
 from ingest.auth import Principal, require_scope
 from ingest.queues import fill, items, table
 from ingest.queues.model import QueueSpec, UserName
-from ingest.queues.results import results as queue_results
 from ingest.queues.service import QueueFiller, utcnow
 from ingest.scores.configs import ScoreConfig
 from ingest.scores.model import ScoreIn, Source
 from ingest.scores.submit import ScoresRejected, configs_for, submit_scores
+from ingest.store.work import work_of
 
 TraceId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="The run's trace id (32 lowercase hex).")]
 ProjectParam = Annotated[str | None, Query(max_length=200, description="Default: the key's project.")]
@@ -210,6 +210,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
     """Mount under /api. `store`: the SpanStore. With `run_filler`, the app's lifespan runs `filler`."""
     read_access = read_access or principal_read_access()
     readable: ReadableStore = store
+    work = work_of(store)  # the store's own SQL for the queue tables (ingest/store/work.py)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -242,7 +243,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         return wanted
 
     def load(project: str, name: str) -> table.QueueRow:
-        row = run_read(readable, lambda cur: table.get(cur, project, name), timeout_s)
+        row = run_read(readable, lambda cur: work.queue_table.get(cur, project, name), timeout_s)
         if row is None:
             raise HTTPException(404, f"no queue {name!r} in project {project!r}")
         return row
@@ -261,7 +262,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
 
     def out(rows: list[table.QueueRow]) -> list[QueueOut]:
         now = utcnow()
-        counts = run_read(readable, lambda cur: items.progress(cur, rows, now), timeout_s)
+        counts = run_read(readable, lambda cur: work.queue_items.progress(cur, rows, now), timeout_s)
         result = []
         for row in rows:
             status = filler.status.get((row.project, row.name))
@@ -276,7 +277,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
 
     def progress_of(row: table.QueueRow) -> Progress:
         now = utcnow()
-        counts = run_read(readable, lambda cur: items.progress(cur, [row], now), timeout_s)
+        counts = run_read(readable, lambda cur: work.queue_items.progress(cur, [row], now), timeout_s)
         return Progress(**counts[(row.project, row.name)])
 
     def check_assignee(row: table.QueueRow, user: str) -> None:
@@ -288,7 +289,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
 
     @router.get("/queues", response_model=QueuesOut, summary="Annotation queues with their progress (scope read)")
     def list_queues(access: Annotated[ReadAccess, Depends(read_access)], project: ProjectParam = None) -> QueuesOut:
-        rows = run_read(readable, lambda cur: table.list_queues(cur, access.narrow(project)), timeout_s)
+        rows = run_read(readable, lambda cur: work.queue_table.list_queues(cur, access.narrow(project)), timeout_s)
         return QueuesOut(queues=out(rows))
 
     @router.post("/queues", response_model=QueueOut, status_code=201,
@@ -299,7 +300,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         await asyncio.to_thread(check_configs, where, body)
         now = utcnow()
         try:
-            row = await write(lambda conn: table.insert(conn, where, body, caller.name, now))
+            row = await write(lambda conn: work.queue_table.insert(conn, where, body, caller.name, now))
         except table.QueueExists as exc:
             raise HTTPException(409, str(exc)) from exc
         return out([row])[0]
@@ -319,7 +320,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         await asyncio.to_thread(check_configs, where, body)
         now = utcnow()
         try:
-            row = await write(lambda conn: table.replace(conn, where, body, now))
+            row = await write(lambda conn: work.queue_table.replace(conn, where, body, now))
         except table.DeclaredInConfig as exc:
             raise HTTPException(409, str(exc)) from exc
         if row is None:
@@ -332,7 +333,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
                            project: ProjectParam = None) -> None:
         where = project_of(caller, project)
         try:
-            deleted = await write(lambda conn: table.delete(conn, where, name))
+            deleted = await write(lambda conn: work.queue_table.delete(conn, where, name))
         except table.DeclaredInConfig as exc:
             raise HTTPException(409, str(exc)) from exc
         if not deleted:
@@ -347,8 +348,8 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         until = body.until or now
 
         def run(conn: Any) -> fill.FillResult | None:
-            row = table.get(conn, where, name)
-            return None if row is None else fill.backfill(conn, row, body.since, until, now)
+            row = work.queue_table.get(conn, where, name)
+            return None if row is None else work.queue_fill.backfill(conn, row, body.since, until, now)
 
         result = await write(run)
         if result is None:
@@ -369,7 +370,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         row = load(read_project(access, caller.project, project), name)
         after = decode_cursor(cursor) if cursor else None
         now = utcnow()
-        found = run_read(readable, lambda cur: items.list_items(cur, row, now, status, limit + 1, after), timeout_s)
+        found = run_read(readable, lambda cur: work.queue_items.list_items(cur, row, now, status, limit + 1, after), timeout_s)
         page = [ItemOut.of(i) for i in found[:limit]]
         return ItemsOut(items=page, next=encode_cursor(page[-1]) if len(found) > limit else None)
 
@@ -383,7 +384,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         row = load(where, name)
         check_assignee(row, user)
         now = utcnow()
-        item = await write(lambda conn: items.take_next(conn, row, user, now))
+        item = await write(lambda conn: work.queue_items.take_next(conn, row, user, now))
         lease = None
         if item is not None:
             lease = now.replace(tzinfo=UTC) + timedelta(seconds=row.spec.lease_s)
@@ -404,7 +405,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
                                 f"{', '.join(unknown)}")
         now = utcnow()
         try:
-            await write(lambda conn: items.check_may_decide(conn, row, trace_id, body.user, now))
+            await write(lambda conn: work.queue_items.check_may_decide(conn, row, trace_id, body.user, now))
         except items.NotInQueue as exc:
             raise HTTPException(404, str(exc)) from exc
         except items.NotYours as exc:
@@ -418,7 +419,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         except ScoresRejected as exc:
             raise rejected(exc) from exc
         try:
-            item = await write(lambda conn: items.decide(conn, row, trace_id, body.user, items.LABELLED,
+            item = await write(lambda conn: work.queue_items.decide(conn, row, trace_id, body.user, items.LABELLED,
                                                          dict(body.scores), ids, body.comment, utcnow()))
         except items.NotYours as exc:
             raise HTTPException(409, f"{exc} (the scores were stored; submitting again replaces them)") from exc
@@ -435,7 +436,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
         check_assignee(row, body.user)
         now = utcnow()
         try:
-            item = await write(lambda conn: items.decide(conn, row, trace_id, body.user, "skipped", {}, {},
+            item = await write(lambda conn: work.queue_items.decide(conn, row, trace_id, body.user, "skipped", {}, {},
                                                          body.comment, now))
         except items.NotInQueue as exc:
             raise HTTPException(404, str(exc)) from exc
@@ -448,7 +449,7 @@ def build_queues_router(store: Any, filler: QueueFiller, read_access: Callable[.
     def get_results(name: str, caller: Annotated[Principal, Depends(require_scope("read"))],
                     access: Annotated[ReadAccess, Depends(read_access)], project: ProjectParam = None) -> ResultsOut:
         row = load(read_project(access, caller.project, project), name)
-        found = run_read(readable, lambda cur: queue_results(cur, row), timeout_s)
+        found = run_read(readable, lambda cur: work.queue_results.results(cur, row), timeout_s)
         return ResultsOut(
             queue=name, progress=progress_of(row), labels=found.labels, labelled_by=found.per_person,
             skipped_by=found.skips,

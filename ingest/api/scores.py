@@ -31,11 +31,11 @@ from ingest.api.score_models import ScoreOut
 from ingest.auth import Principal, require_scope
 from ingest.errors import Malformed, TooLarge
 from ingest.queries.scores import ScoreFilters, ScoreKey
-from ingest.scores import config_store
 from ingest.scores.configs import ScoreConfig, file_configs_for
 from ingest.scores.model import ScoreIn, Source
 from ingest.scores.submit import MAX_BATCH, ScoresRejected, submit_scores
 from ingest.store.backend import queries_of
+from ingest.store.work import work_of
 
 # A batch of MAX_BATCH scores with long comments and metadata fits well within this.
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -228,7 +228,7 @@ def build_scores_router(store: Any, read_access: Callable[..., Any] | None = Non
         now = datetime.now(UTC).replace(tzinfo=None)
         try:
             await asyncio.wrap_future(
-                store.run_write(lambda conn: config_store.upsert(conn, caller.project, config, now, caller.name))
+                store.run_write(lambda conn: work_of(store).score_configs.upsert(conn, caller.project, config, now, caller.name))
             )
         except RuntimeError as exc:
             raise HTTPException(503, f"score configs unavailable: {exc}", headers={"Retry-After": "1"}) from exc

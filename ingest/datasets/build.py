@@ -20,14 +20,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import duckdb
-
 from ingest.datasets.model import MAX_DATASET_RUNS, DatasetIn, Skipped
-from ingest.queries.runs import find_runs_by_trace, list_runs
-from ingest.queries.scores import scores_of_trace
-from ingest.queries.traces import trace_spans
-from ingest.queues import table as queues
-from ingest.queues.results import results as queue_results
+from ingest.store.backend import queries_of
+from ingest.store.work import DUCKDB_WORK, work_of
 from tracer.conventions import RUN_ANSWER, RUN_TASK, TOOL_DECISION, OperationClass, ToolDecision
 
 TaskCase = dict[str, Any]
@@ -108,44 +103,44 @@ class QueueNotFound(LookupError):
     """The request names an annotation queue the key's project does not have."""
 
 
-def queue_trace_ids(cur: duckdb.DuckDBPyConnection, project: str, name: str) -> list[str]:
+def queue_trace_ids(cur: Any, project: str, name: str, work: Any = DUCKDB_WORK) -> list[str]:
     """The runs people labelled (not only skipped) in queue `name` of `project`, by trace id."""
-    queue = queues.get(cur, project, name)
+    queue = work.queue_table.get(cur, project, name)
     if queue is None:
         raise QueueNotFound(f"no annotation queue {name!r} in project {project!r}")
-    return sorted(queue_results(cur, queue).labels)[:MAX_DATASET_RUNS]
+    return sorted(work.queue_results.results(cur, queue).labels)[:MAX_DATASET_RUNS]
 
 
-def selected_trace_ids(cur: duckdb.DuckDBPyConnection, request: DatasetIn, run_filters: Any,
-                       project: str) -> list[str]:
+def selected_trace_ids(cur: Any, request: DatasetIn, run_filters: Any, project: str, store: object = None) -> list[str]:
     """The trace ids the request selects, in its order (`project`: the caller's, where a named queue
-    is looked up; QueueNotFound when it has none)."""
+    is looked up; QueueNotFound when it has none). `store`: whose queries to run (DuckDB's if None)."""
     if request.queue is not None:
-        return queue_trace_ids(cur, project, request.queue)
+        return queue_trace_ids(cur, project, request.queue, work_of(store))
     if request.trace_ids is not None:
         return list(request.trace_ids)
     assert request.filter is not None
-    page = list_runs(cur, run_filters, sort=request.filter.sort, order=request.filter.order,
+    page = queries_of(store).runs.list_runs(cur, run_filters, sort=request.filter.sort, order=request.filter.order,
                      limit=request.filter.limit)
     return [r["trace_id"] for r in page.rows]
 
 
-def cases_of(cur: duckdb.DuckDBPyConnection, trace_ids: list[str], request: DatasetIn,
-             projects: frozenset[str] | None) -> tuple[list[TaskCase], list[Skipped]]:
+def cases_of(cur: Any, trace_ids: list[str], request: DatasetIn, projects: frozenset[str] | None,
+             store: object = None) -> tuple[list[TaskCase], list[Skipped]]:
     """The cases of these runs, in order, and the runs skipped with their reasons (a trace id naming
     no readable run too). Callers pass a few dozen ids per read, so each read stays within the
     query time limit however large the dataset."""
+    queries = queries_of(store)
     cases: list[TaskCase] = []
     skipped: list[Skipped] = []
     for trace_id in trace_ids:
-        found = find_runs_by_trace(cur, trace_id, projects)
+        found = queries.runs.find_runs_by_trace(cur, trace_id, projects)
         if not found:
             skipped.append(Skipped(trace_id=trace_id, reason="no run with this trace id in your projects"))
             continue
         run = found[0]
-        spans = trace_spans(cur, run["trace_id"], run["project"], run["span_start"], run["span_end"],
+        spans = queries.traces.trace_spans(cur, run["trace_id"], run["project"], run["span_start"], run["span_end"],
                             run["span_count"]).rows
-        scores = scores_of_trace(cur, frozenset({run["project"]}), run["trace_id"])
+        scores = queries.scores.scores_of_trace(cur, frozenset({run["project"]}), run["trace_id"])
         case = case_of(run, spans, scores, request)
         if isinstance(case, str):
             skipped.append(Skipped(trace_id=run["trace_id"], reason=case))

@@ -1,4 +1,4 @@
-"""What an evaluator sees of a run: its RUN facts, task, answer, steps and tool calls, read from DuckDB.
+"""What an evaluator sees of a run: its RUN facts, task, answer, steps and tool calls, read through the store's queries.
 
 Why one view for every evaluator: the built-ins and the judge must judge the same run the trace page
 shows, whatever client sent it, so the reading (kernel attributes first, the OpenInference
@@ -12,10 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
-from ingest.queries.runs import find_runs_by_trace
-from ingest.queries.traces import trace_spans
+from ingest.store.backend import DUCKDB_QUERIES
 from tracer import conventions as c
 
 
@@ -76,13 +73,14 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def load_run_view(cur: duckdb.DuckDBPyConnection, project: str, trace_id: str) -> RunView | None:
-    """The run of `trace_id` in `project` with its spans; None when the store has no such run."""
-    runs = find_runs_by_trace(cur, trace_id, frozenset({project}))
+def load_run_view(cur: Any, project: str, trace_id: str, queries: Any = DUCKDB_QUERIES) -> RunView | None:
+    """The run of `trace_id` in `project` with its spans; None when the store has no such run.
+    `queries`: the store's read queries (`queries_of(store)`), DuckDB's by default."""
+    runs = queries.runs.find_runs_by_trace(cur, trace_id, frozenset({project}))
     if not runs:
         return None
     run = runs[0]
-    rows = trace_spans(cur, trace_id, project, run["span_start"], run["span_end"], run["span_count"]).rows
+    rows = queries.traces.trace_spans(cur, trace_id, project, run["span_start"], run["span_end"], run["span_count"]).rows
     root = next((r for r in rows if r["span_id"] == run.get("root_span_id")), None)
     root_attrs = _attrs(root) if root is not None else {}
     task = root_attrs.get(c.RUN_TASK, root_attrs.get(c.OI_INPUT_VALUE))

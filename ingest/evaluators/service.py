@@ -32,6 +32,8 @@ from ingest.evaluators.builtin import run_builtin
 from ingest.evaluators.judge import JudgeError, JudgeVerdict, TraceTarget, judge_run
 from ingest.evaluators.rules import EvaluatorRule, JudgeParams
 from ingest.evaluators.run_view import RunView, load_run_view
+from ingest.store.backend import queries_of
+from ingest.store.work import work_of
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +110,7 @@ class BackfillJob:
 
 
 class EvaluatorService:
-    """`store` needs `read()`, `run_write(fn) -> Future` (SpanStore) and what `score_writer` needs."""
+    """`store` needs `read()`, `run_write(fn) -> Future` (either store) and what `score_writer` needs."""
 
     def __init__(
         self, store: Any, rules: list[EvaluatorRule], *, settings: Any = None, concurrency: int = 4,
@@ -116,6 +118,7 @@ class EvaluatorService:
         clock: Callable[[], datetime] = utcnow, retry_backoff_s: float = RETRY_BACKOFF_S,
     ) -> None:
         self.store = store
+        self.work = work_of(store)  # the store's own SQL for the evaluations table (ingest/store/work.py)
         self.rules = list(rules)
         self.settings = settings
         self.poll_interval_s = poll_interval_s
@@ -185,7 +188,8 @@ class EvaluatorService:
         now = self.clock()
         try:
             with self.store.read() as cur:
-                found = state.candidates(cur, rule, now, BATCH, projects=projects, since=since, backfill=backfill)
+                found = self.work.evaluations.candidates(cur, rule, now, BATCH, projects=projects, since=since,
+                                                         backfill=backfill)
         except Exception as exc:  # noqa: BLE001 - kept on the rule, logged, retried next pass
             log.exception("evaluator rule %r: could not list its runs", rule.name)
             status.last_error = f"{type(exc).__name__}: {exc}"
@@ -270,13 +274,13 @@ class EvaluatorService:
             )
             log.warning("evaluator rule %r on %s/%s: %s", rule.name, project, trace_id, exc)
         now = self.clock()
-        self.store.run_write(lambda conn: state.record(conn, outcome, now)).result(WRITE_TIMEOUT_S)
+        self.store.run_write(lambda conn: self.work.evaluations.record(conn, outcome, now)).result(WRITE_TIMEOUT_S)
         return outcome
 
     def _attempt(self, rule: EvaluatorRule, project: str, trace_id: str, attempts: int,
                  spent: dict[str, Any]) -> state.Outcome:
         with self.store.read() as cur:
-            run = load_run_view(cur, project, trace_id)
+            run = load_run_view(cur, project, trace_id, queries_of(self.store))
         if run is None:
             raise Permanent("the run is no longer stored")
         verdict_value, reason, judge = self._verdict(rule, run, spent)
@@ -335,13 +339,15 @@ class EvaluatorService:
         """Score the rule's runs since `since` in the background; the job tells the progress."""
         job = BackfillJob(uuid.uuid4().hex[:16], rule.name, since, projects)
         with self.store.read() as cur:
-            job.total = state.count_candidates(cur, rule, self.clock(), since, projects)
+            job.total = self.work.evaluations.count_candidates(cur, rule, self.clock(), since, projects)
         self.jobs[job.job_id] = job
         finished = [j for j in self.jobs.values() if j.finished]
         for old in finished[: max(0, len(self.jobs) - MAX_JOBS)]:  # oldest first: dicts keep insertion order
             self.jobs.pop(old.job_id, None)
         if self._pool is None:
-            self.start()
+            # the pool only: on a node without the singleton jobs (an api node of a split deployment)
+            # the backfill runs here, but the online polling stays the worker's alone
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="steplens-evaluator")
         threading.Thread(target=self._backfill, args=(rule, job), name="steplens-evaluator-backfill",
                          daemon=True).start()
         return job

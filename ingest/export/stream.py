@@ -14,7 +14,8 @@ from typing import Any
 
 from ingest.export.formats import Format, encoder_for
 from ingest.export.otlp import OTLP_COLUMNS
-from ingest.export.tables import SPANS, Position, TableSpec, count_rows, exported_columns, read_page
+from ingest.export.tables import SPANS, Position, TableSpec
+from ingest.store.work import work_of
 
 PAGE_ROWS = 5000
 
@@ -37,27 +38,29 @@ class Prepared:
     rows: int
 
 
-def prepare(cur: Any, request: ExportRequest) -> Prepared:
-    """Read the columns and the row count with the read cursor `cur`."""
+def prepare(cur: Any, request: ExportRequest, store: object = None) -> Prepared:
+    """Read the columns and the row count with the read cursor `cur` (of `store`: whose SQL; DuckDB's if None)."""
+    tables = work_of(store).export_tables
     if request.fmt is Format.OTLP:
         if request.table is not SPANS:
             raise ValueError("OTLP exports spans only")
         columns = [(c, "") for c in OTLP_COLUMNS]
     else:
-        columns = exported_columns(cur, request.table)
-    rows = count_rows(cur, request.table, request.projects, request.since, request.until)
+        columns = tables.exported_columns(cur, request.table)
+    rows = tables.count_rows(cur, request.table, request.projects, request.since, request.until)
     return Prepared(request, columns, rows)
 
 
 def chunks(store: Any, prepared: Prepared, page_rows: int = PAGE_ROWS) -> Iterator[bytes]:
     """The encoded export, page by page, until a page comes back short."""
     req = prepared.request
+    tables = work_of(store).export_tables
     names = [name for name, _ in prepared.columns]
     encoder = encoder_for(req.fmt, frozenset(name for name, kind in prepared.columns if kind == "JSON"))
     after: Position | None = None
     while True:
         with store.read() as cur:
-            page, after_page = read_page(cur, req.table, names, req.projects, req.since, req.until, after, page_rows)
+            page, after_page = tables.read_page(cur, req.table, names, req.projects, req.since, req.until, after, page_rows)
         data = encoder.page(page)
         if data:
             yield data

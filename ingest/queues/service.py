@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ingest.clock import utcnow
-from ingest.queues import fill, table
 from ingest.queues.model import DeclaredQueue
+from ingest.store.work import work_of
 
 log = logging.getLogger(__name__)
 WRITE_TIMEOUT_S = 60.0
@@ -31,11 +31,12 @@ class FillStatus:
 
 
 class QueueFiller:
-    """`store` needs `read()` and `run_write(fn) -> Future` (SpanStore)."""
+    """`store` needs `read()` and `run_write(fn) -> Future` (either store; the SQL is `work_of(store)`'s)."""
 
     def __init__(self, store: object, interval_s: float, declared: list[DeclaredQueue],
                  clock: Callable[[], datetime] = utcnow) -> None:
         self.store = store
+        self.work = work_of(store)  # the store's own SQL for the queue tables
         self.interval_s = interval_s
         self.declared = list(declared)
         self.clock = clock
@@ -49,7 +50,7 @@ class QueueFiller:
     def start(self) -> None:
         """Bring the declared queues in line with the config, then fill on a thread."""
         now = self.clock()
-        self.write(lambda conn: table.sync_declared(conn, self.declared, now))
+        self.write(lambda conn: self.work.queue_table.sync_declared(conn, self.declared, now))
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="steplens-queue-filler", daemon=True)
@@ -69,7 +70,7 @@ class QueueFiller:
     def fill_all(self) -> int:
         """One live pass over every queue; returns how many runs entered. Failures stay per queue."""
         with self.store.read() as cur:  # type: ignore[attr-defined]
-            queues = [(q.project, q.name) for q in table.list_queues(cur, None)]
+            queues = [(q.project, q.name) for q in self.work.queue_table.list_queues(cur, None)]
         added = 0
         for project, name in queues:
             if self._stop.is_set():
@@ -78,8 +79,8 @@ class QueueFiller:
             now = self.clock()
 
             def one(conn: object, project: str = project, name: str = name, now: datetime = now) -> int:
-                current = table.get(conn, project, name)  # type: ignore[arg-type]
-                return 0 if current is None else fill.fill_live(conn, current, now).added  # type: ignore[arg-type]
+                current = self.work.queue_table.get(conn, project, name)
+                return 0 if current is None else self.work.queue_fill.fill_live(conn, current, now).added
 
             try:
                 n = int(self.write(one))  # type: ignore[call-overload]

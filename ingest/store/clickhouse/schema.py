@@ -261,6 +261,15 @@ ANALYTICS_TABLES: tuple[Table, ...] = (TOOL_CALLS, TOOL_CARRY, RUN_MODELS, PLAN_
 TABLES: tuple[Table, ...] = (SPANS, RUNS, SCORES, LOG_RECORDS, SCORE_CONFIGS, SAVED_VIEWS, *ANALYTICS_TABLES)
 
 
+def _work_tables() -> tuple[Table, ...]:
+    from ingest.store.clickhouse.schema_work import WORK_TABLES  # defined with this module's helpers
+
+    return WORK_TABLES
+
+
+TABLES += _work_tables()
+
+
 def _quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
@@ -273,7 +282,7 @@ def _engine(table: Table, cluster: str | None) -> str:
         args = [f"'/clickhouse/tables/{{shard}}/{{database}}/{table.name}_local'", "'{replica}'"]
     if table.version:
         args.append(table.version)
-    if table.per_trace_key:
+    if table.per_trace_key or "is_deleted" in table.column_names:
         args.append("is_deleted")
     return f"{family}({', '.join(args)})"
 
@@ -330,12 +339,13 @@ def migrations(database: str, cluster: str | None = None) -> list[list[str]]:
     for table in ANALYTICS_TABLES:
         analytics += create_table(table, database, cluster)
     return [first, analytics, views_migration(database, cluster), alerts_migration(database, cluster),
-            search_migration(database, cluster)]
+            search_migration(database, cluster), work_migration(database, cluster)]
 
 
 # Tables of other parts, in modules of their own (imported last: they build on the helpers above;
 # the package's __init__ imports this module first, so either import order works).
 from ingest.store.clickhouse.schema_alerts import alert_tables, alerts_migration  # noqa: E402
 from ingest.store.clickhouse.schema_search import SEARCH_TABLES, search_migration  # noqa: E402
+from ingest.store.clickhouse.schema_work import work_migration  # noqa: E402
 
 TABLES = (*TABLES, *alert_tables(), *SEARCH_TABLES)

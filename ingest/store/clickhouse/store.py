@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
-from functools import partial
 from typing import Any, TypeVar
 
-from ingest.errors import NotAvailable, StorageUnavailable
+from ingest.errors import StorageUnavailable
 from ingest.normalize.process import NormalizePool
 from ingest.store.backend import CLICKHOUSE_QUERIES
 from ingest.store.clickhouse.cursor import ClickHouseCursor
 from ingest.store.clickhouse.migrate import migrate
 from ingest.store.clickhouse.search_index import ClickHouseSearchIndex, ClickHouseSearchRebuild
 from ingest.store.clickhouse.transport import Transport, open_transport
+from ingest.store.clickhouse.work.runner import WorkRunner
 from ingest.store.clickhouse.writer import ClickHouseWriter, read_position
 from ingest.store.committer import GroupCommitter
 from ingest.store.failures import environmental
@@ -32,7 +32,6 @@ from ingest.store.writer import WriterHooks
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-_OWN_PACKAGE = "ingest.store.clickhouse"  # where this store's write functions live
 
 
 class ClickHouseStore(SpanStore):
@@ -40,7 +39,7 @@ class ClickHouseStore(SpanStore):
 
     name = "clickhouse"
     queries = CLICKHOUSE_QUERIES
-    _write_pool: ThreadPoolExecutor | None = None  # run_write's thread, made on first use
+    _work: WorkRunner | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -120,6 +119,8 @@ class ClickHouseStore(SpanStore):
         self._writer, self._committer = writer, committer  # type: ignore[assignment]
         writer.start()
         committer.start()
+        self._work = WorkRunner(lambda: writer.transport, s.clickhouse_database, s.query_timeout_s, s.retry_after_s,
+                                writer.wait_loaded)
         with self._lock:
             self._accepting = True
         self._started = True
@@ -131,11 +132,11 @@ class ClickHouseStore(SpanStore):
             return
         with self._lock:
             self._accepting = False
-            pool, self._write_pool = self._write_pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)  # the writes in flight finish before the transport closes
         assert self._committer is not None and self._writer is not None
         self._committer.close()
+        if self._work is not None:
+            self._work.close()
+            self._work = None
         if self._pool is not None:
             self._pool.close()
             self._pool = None
@@ -168,25 +169,8 @@ class ClickHouseStore(SpanStore):
             cursor.close()
 
     def run_write(self, fn: Callable[[Any], T]) -> Future[T]:
-        """Run `fn(cursor)` on this node's one write thread, so its small read-then-write services
-        (saved views) are serialized here as on DuckDB's writer. `fn` must be one of this store's
-        write functions (defined under ingest.store.clickhouse, or a functools.partial of one, as
-        `queries_of(store)` hands out); any other is a service still writing DuckDB SQL and is
-        refused with NotAvailable (501), never run against ClickHouse."""
-        target = fn.func if isinstance(fn, partial) else fn
-        if not getattr(target, "__module__", "").startswith(f"{_OWN_PACKAGE}."):
-            raise NotAvailable(
-                "not available on the clickhouse store yet: score configs, queues and evaluators are "
-                "written on store=duckdb"
-            )
-        if not self._started:
+        """Run `fn(WorkConnection)` on this node's one work thread: the writes of the score configs,
+        queue, evaluator, dataset and approval services (ingest/store/clickhouse/work/)."""
+        if self._work is None:
             raise RuntimeError("the span store is not started")
-        with self._lock:
-            if self._write_pool is None:
-                self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="clickhouse-writes")
-            pool = self._write_pool
-        return pool.submit(self._run_write, fn)
-
-    def _run_write(self, fn: Callable[[Any], T]) -> T:
-        with self.read() as cursor:
-            return fn(cursor)
+        return self._work.submit(fn)

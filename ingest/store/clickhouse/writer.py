@@ -32,6 +32,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponent
 from ingest.store import deadletter, logs_load, scores_load
 from ingest.store.clickhouse import load
 from ingest.store.clickhouse.schema import ANALYTICS_TABLES, SCORES
+from ingest.store.clickhouse.schema_work import WORK_TABLES
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.failures import environmental
 from ingest.store.loading import LoadResult
@@ -450,7 +451,9 @@ class ClickHouseWriter:
         spans = int(old.column(0)[0].as_py())
         for table, column in (("spans", "start_time"), ("runs", "coalesce(start_time, span_start, updated_at)"),
                               ("log_records", "time"), ("scores", "created_at"),
-                              *((t.name, "start_time") for t in ANALYTICS_TABLES), ("search_docs", "start_time")):
+                              *((t.name, "start_time") for t in ANALYTICS_TABLES),
+                              *((t.name, t.ttl_column) for t in WORK_TABLES if t.ttl_column),
+                              ("search_docs", "start_time")):
             transport.command(f"DELETE FROM {db}.`{table}` WHERE {column} < {{c:DateTime64(6, 'UTC')}}", {"c": cutoff})
         self._hooks.retention(spans, 0)
         return spans

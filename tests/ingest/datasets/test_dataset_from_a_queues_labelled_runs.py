@@ -12,17 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from kernel.examples.demo import run_demo
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.queues.harness import CONFIGS, FILL_INTERVAL_S, Api, settle
 
 CORRECTION = "The order A1003 was delivered on Monday; no refund is due."
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_queues_labelled_runs_become_cases_with_the_reviewers_correction(
-    start_ingest_server: Callable[..., Any], tmp_path: Path,
+    start_ingest_server: Callable[..., Any], tmp_path: Path, backend: str,
 ) -> None:
-    srv = start_ingest_server(grpc_port=0, scores=CONFIGS, queue_fill_interval_s=FILL_INTERVAL_S)
+    srv = start_ingest_server(store=backend, grpc_port=0, scores=CONFIGS, queue_fill_interval_s=FILL_INTERVAL_S)
     api = Api(srv.http_url)
     api.create("review")
     assert run_demo(srv.http_url, 12, seed=3, concurrency=4, progress=False, days=0).export_complete

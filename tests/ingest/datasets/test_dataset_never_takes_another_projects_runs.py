@@ -4,16 +4,20 @@ downloads A's dataset; the operator sees both and must say which project's when 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.support.two_projects import AGENT, start_two_projects
 
 
-def test_datasets_stay_in_their_project(start_ingest_server: Callable[..., Any]) -> None:
-    world = start_two_projects(start_ingest_server)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_datasets_stay_in_their_project(start_ingest_server: Callable[..., Any], backend: str) -> None:
+    world = start_two_projects(functools.partial(start_ingest_server, store=backend))
     url, a, b = world.srv.http_url, world.traces["A"], world.traces["B"]
 
     def post(project: str, body: dict) -> dict:

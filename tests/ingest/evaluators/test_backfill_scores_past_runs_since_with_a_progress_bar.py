@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from ingest.evaluators.rules import EvaluatorRule
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter, RunSpec
 from tests.ingest.evaluators.agent_runs import evaluators_of, scores_of
 
@@ -37,8 +39,9 @@ def _backfill(base: str, *args: str) -> subprocess.CompletedProcess[str]:
                            "--api", base, *args], capture_output=True, text=True, timeout=120, env=env, check=False)
 
 
-def test_backfill_scores_the_range_once_with_progress(start_ingest_server: Callable[..., Any]) -> None:
-    srv = start_ingest_server(grpc_port=0, evaluators=[RULE], evaluator_poll_interval_s=0.2)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backfill_scores_the_range_once_with_progress(start_ingest_server: Callable[..., Any], backend: str) -> None:
+    srv = start_ingest_server(store=backend, grpc_port=0, evaluators=[RULE], evaluator_poll_interval_s=0.2)
     now = datetime.now(UTC)
     emitter = Emitter()
     recent = [emitter.run(RunSpec(start=now - timedelta(days=d, hours=1), failing_tools=d % 2)) for d in range(6)]

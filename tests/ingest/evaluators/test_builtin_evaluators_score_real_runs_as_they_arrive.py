@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from ingest.evaluators.rules import EvaluatorRule
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.evaluators.agent_runs import (
     AgentRun,
     act,
@@ -69,8 +72,9 @@ EXPECTED = {  # score name -> run -> value
 }
 
 
-def test_every_builtin_scores_each_run_by_what_it_did(start_ingest_server: Callable[..., Any]) -> None:
-    srv = start_ingest_server(grpc_port=0, evaluators=RULES, evaluator_poll_interval_s=0.2)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_builtin_scores_each_run_by_what_it_did(start_ingest_server: Callable[..., Any], backend: str) -> None:
+    srv = start_ingest_server(store=backend, grpc_port=0, evaluators=RULES, evaluator_poll_interval_s=0.2)
     traces = dict(zip(RUNS, run_agents(srv.http_url, list(RUNS.values())), strict=True))
     by_trace = {t: name for name, t in traces.items()}
     expected_count = len(RULES) * len(RUNS)

@@ -10,9 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from ingest.config import ApiKey
 from ingest.evaluators.rules import EvaluatorRule
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.evaluators.agent_runs import AgentRun, act, evaluators_of, final, run_agents, wait_for
 from tests.support.fake_openai import FakeOpenAI, TextReply
 
@@ -36,10 +38,11 @@ def _run(i: int) -> AgentRun:
     return AgentRun([act("add", a=i, b=1), final(str(i + 1))], task=f"What is {i}+1?")
 
 
-def test_each_key_sees_its_projects_evaluations_only(start_ingest_server: Callable[..., Any]) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_key_sees_its_projects_evaluations_only(start_ingest_server: Callable[..., Any], backend: str) -> None:
     with FakeOpenAI(default=TextReply('{"score": true, "reason": "right"}')) as fake:
         srv = start_ingest_server(
-            grpc_port=0, evaluators=_rules(fake.base_url), evaluator_poll_interval_s=0.2,
+            store=backend, grpc_port=0, evaluators=_rules(fake.base_url), evaluator_poll_interval_s=0.2,
             api_keys=[ApiKey(key=SECRET[n], project=p, scopes=s) for n, (p, s) in KEYS.items()],  # type: ignore[arg-type]
         )
         traces = {"A": run_agents(srv.http_url, [_run(i) for i in range(2)], api_key=SECRET["ingest_a"]),

@@ -14,8 +14,10 @@ from typing import Any
 
 import duckdb
 import httpx
+import pytest
 
 from ingest.evaluators.rules import EvaluatorRule
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.evaluators.agent_runs import (
     AgentRun,
     act,
@@ -63,14 +65,15 @@ def _runs(base: str, **params: Any) -> list[dict[str, Any]]:
     return r.json()["runs"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_judge_scores_the_sampled_runs_and_its_cost_is_evaluation_cost(
-    start_ingest_server: Callable[..., Any],
+    start_ingest_server: Callable[..., Any], backend: str,
 ) -> None:
     with FakeOpenAI(default=TextReply('{"score": 4, "reason": "Correct sum, stated plainly."}',
                                       usage=JUDGE_USAGE)) as fake:
         fake.enqueue(HttpErrorReply(500), model="gpt-4o-mini")  # the first judge call fails once
         fake.always("gpt-4.1-mini", TextReply("The agent was polite, I would say.", usage=JUDGE_USAGE))
-        srv = start_ingest_server(grpc_port=0, evaluators=_rules(fake.base_url), evaluator_poll_interval_s=0.2)
+        srv = start_ingest_server(store=backend, grpc_port=0, evaluators=_rules(fake.base_url), evaluator_poll_interval_s=0.2)
         runs = [AgentRun([act("add", a=i, b=1), final(str(i + 1))], task=f"What is {i}+1?") for i in range(RUNS)]
         runs.append(AgentRun([final("Please hold. " + "x" * 5000)], task="Where is my parcel?", agent="support"))
         traces = run_agents(srv.http_url, runs)

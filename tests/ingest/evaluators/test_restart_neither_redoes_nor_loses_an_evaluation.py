@@ -14,7 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ingest.evaluators.rules import EvaluatorRule
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.evaluators.agent_runs import (
     AgentRun,
     act,
@@ -47,8 +50,9 @@ def _counts(base: str) -> dict[str, int]:
     return {name: rules[name]["summary"]["evaluated"] for name in ("correct", "no-tool-error")}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_restart_keeps_done_evaluations_and_scores_the_waiting_ones(
-    server_on: Callable[..., Any], tmp_path: Path,
+    server_on: Callable[..., Any], tmp_path: Path, backend: str,
 ) -> None:
     db = tmp_path / "steplens.duckdb"
     with FakeOpenAI(default=TextReply('{"score": true, "reason": "right"}')) as fake:

@@ -15,11 +15,13 @@ from typing import Any
 
 import httpx
 import pyarrow.parquet as pq
+import pytest
 from rich.console import Console
 
 from ingest.config import ApiKey
 from ingest.export.cli import export_command
 from ingest.export.formats import Format
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.export.seeded import seed
 
 SECRET = {name: f"{name}-secret-0123456789" for name in ("ingest_a", "read_a", "admin_a", "ingest_b", "admin_b",
@@ -46,10 +48,11 @@ def _rows(base: str, key: str, table: str, fmt: str, **params: Any) -> tuple[htt
     return r, [json.loads(line) for line in r.text.splitlines()]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_export_key_never_reads_another_project(
-    start_ingest_server: Callable[..., Any], tmp_path: Path
+    start_ingest_server: Callable[..., Any], tmp_path: Path, backend: str,
 ) -> None:
-    srv = start_ingest_server(grpc_port=0, api_keys=_keys())
+    srv = start_ingest_server(grpc_port=0, api_keys=_keys(), store=backend)
     a = seed(srv.http_url, srv.store, agent="agent_of_a", key=SECRET["ingest_a"], score_key=SECRET["admin_a"])
     b = seed(srv.http_url, srv.store, agent="agent_of_b", key=SECRET["ingest_b"], score_key=SECRET["admin_b"])
 

@@ -15,7 +15,9 @@ from typing import Any
 
 import httpx
 import pyarrow.parquet as pq
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0
 from tests.ingest.export.seeded import seed
 
@@ -37,8 +39,9 @@ def _parquet(base: str, **params: Any) -> list[dict[str, Any]]:
     return pq.read_table(io.BytesIO(_get(base, format="parquet", **params).content)).to_pylist()
 
 
-def test_export_pages_hold_every_row_once_in_every_format(start_ingest_server: Callable[..., Any]) -> None:
-    srv = start_ingest_server(grpc_port=0, export_page_rows=7)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_export_pages_hold_every_row_once_in_every_format(start_ingest_server: Callable[..., Any], backend: str) -> None:
+    srv = start_ingest_server(grpc_port=0, export_page_rows=7, store=backend)
     early = seed(srv.http_url, srv.store, plain_runs=4)
     late = seed(srv.http_url, srv.store, agent="late_agent", plain_runs=3, day=2)
     spans = early.span_ids | late.span_ids

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from ingest.export.cli import export_command
 from ingest.export.formats import Format
 from ingest.importer import import_command
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.export.seeded import seed
 
 
@@ -32,11 +34,12 @@ def _trace(base: str, trace_id: str) -> dict[str, Any]:
     return r.json()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_otlp_export_replays_into_a_fresh_steplens(
-    start_ingest_server: Callable[..., Any], tmp_path: Path, monkeypatch: Any
+    start_ingest_server: Callable[..., Any], tmp_path: Path, monkeypatch: Any, backend: str,
 ) -> None:
     monkeypatch.delenv("STEPLENS_API_KEY", raising=False)
-    source = start_ingest_server(grpc_port=0)
+    source = start_ingest_server(grpc_port=0, store=backend)  # exported from either store, into DuckDB
     sent = seed(source.http_url, source.store, plain_runs=3)
     sent_b = seed(source.http_url, source.store, agent="ops_agent", plain_runs=1, day=1)
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, Emitter
 from tests.ingest.queues.harness import Api, emit_runs, expected_in_sample, settle
 
 RATE = 0.5
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_backfill_adds_the_sampled_past_runs_of_its_range_once(queue_server) -> None:
     srv = queue_server()
     api = Api(srv.http_url)

@@ -8,10 +8,14 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter
 from tests.ingest.queues.harness import Api, emit_runs, settle
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_held_items_go_to_nobody_else_until_the_lease_ends(queue_server) -> None:
     srv = queue_server()
     api = Api(srv.http_url)
@@ -46,6 +50,7 @@ def test_held_items_go_to_nobody_else_until_the_lease_ends(queue_server) -> None
     assert late.status_code == 409 and "done" in late.text
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_people_asking_at_once_never_get_the_same_run(queue_server) -> None:
     srv = queue_server()
     api = Api(srv.http_url)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, Emitter
 from tests.ingest.queues.harness import Api, emit_runs
 
@@ -15,6 +18,7 @@ KEYS = {"admin_a": ("A", ["admin"]), "admin_b": ("B", ["admin"]), "read_a": ("A"
 SECRET = {n: f"{n}-secret-0123456789abcdef" for n in KEYS}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_same_named_queues_of_two_projects_never_mix(queue_server) -> None:
     srv = queue_server(api_keys=[ApiKey(key=SECRET[n], project=p, scopes=s)  # type: ignore[arg-type]
                                  for n, (p, s) in KEYS.items()])

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter
 from tests.ingest.queues.harness import Api, emit_runs, expected_in_sample, late_span, settle
 
 RUNS, RATE = 200, 0.25
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_arriving_runs_enter_at_the_sampling_rate_exactly_the_hashed_ones(queue_server) -> None:
     srv = queue_server()
     api = Api(srv.http_url)

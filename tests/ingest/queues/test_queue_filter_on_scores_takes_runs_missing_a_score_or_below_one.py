@@ -5,11 +5,14 @@ runs whose latest score of that name is under the value (a corrected score count
 from __future__ import annotations
 
 import httpx
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter
 from tests.ingest.queues.harness import Api, emit_runs, settle
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_score_missing_and_score_below_select_by_the_runs_scores(queue_server) -> None:
     srv = queue_server()
     api = Api(srv.http_url)

@@ -5,6 +5,9 @@ a queue naming a config that does not exist is refused."""
 
 from __future__ import annotations
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter
 from tests.ingest.queues.harness import Api, emit_runs, settle
 
@@ -13,6 +16,7 @@ def _scores(api: Api, trace_id: str) -> list[dict]:
     return api.ok("GET", "/api/scores", params={"trace_id": trace_id})["scores"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_labels_are_scores_and_resubmitting_replaces_them(queue_server) -> None:
     srv = queue_server()
     api = Api(srv.http_url)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ingest.queues.agreement import cohen_kappa
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter
 from tests.ingest.queues.harness import Api, emit_runs, settle
 
@@ -15,6 +16,7 @@ from tests.ingest.queues.harness import Api, emit_runs, settle
 PLAN = [(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 10 + [(False, False)] * 15
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_two_raters_agreement_and_kappa_from_their_labels(queue_server) -> None:
     srv = queue_server()
     api = Api(srv.http_url)

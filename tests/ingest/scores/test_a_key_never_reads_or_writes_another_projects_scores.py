@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import RunSpec
 from tests.ingest.scores.conftest import get_scores, post_scores, send_runs
 
@@ -23,8 +25,9 @@ KEYS = {
 SECRET = {n: f"{n}-0123456789abcdef" for n in KEYS}
 
 
-def test_scores_stay_in_their_project(start_ingest_server: Any) -> None:
-    srv = start_ingest_server(grpc_port=0, api_keys=[ApiKey(key=SECRET[n], project=p, scopes=s)  # type: ignore[arg-type]
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scores_stay_in_their_project(start_ingest_server: Any, backend: str) -> None:
+    srv = start_ingest_server(grpc_port=0, store=backend, api_keys=[ApiKey(key=SECRET[n], project=p, scopes=s)  # type: ignore[arg-type]
                                                      for n, (p, s) in KEYS.items()])
     base = srv.http_url
     run_a = send_runs(base, [RunSpec(agent="agent_a")], SECRET["ingest_a"])[0]

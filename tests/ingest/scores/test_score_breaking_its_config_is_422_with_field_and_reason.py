@@ -14,6 +14,7 @@ import pytest
 
 from ingest.config import load_settings
 from ingest.scores.configs import ScoreConfig
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.scores.conftest import get_scores, post_scores
 
 TRACE = "11111111111111111111111111111111"
@@ -77,8 +78,9 @@ def test_strict_refuses_a_name_without_config(start_ingest_server: Any) -> None:
     assert loc == ["body", "scores", 0, "name"] and "no score config named 'free_form'" in msg
 
 
-def test_api_config_enforced_and_file_config_not_redefinable(start_ingest_server: Any) -> None:
-    srv = start_ingest_server(grpc_port=0, scores=CONFIGS)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_api_config_enforced_and_file_config_not_redefinable(start_ingest_server: Any, backend: str) -> None:
+    srv = start_ingest_server(grpc_port=0, scores=CONFIGS, store=backend)
     base = srv.http_url
     r = httpx.post(base + "/api/score-configs", json={"name": "stars", "data_type": "numeric", "min": 1, "max": 5})
     assert r.status_code == 200, r.text

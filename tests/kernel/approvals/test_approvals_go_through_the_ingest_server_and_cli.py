@@ -7,10 +7,12 @@ from __future__ import annotations
 import threading
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 from kernel.approvals import ApprovalPolicy, ApprovalRequest, ApprovalStatus, HttpApprovals
 from steplens.cli import app
+from tests.ingest.api.harness import BACKENDS
 from tests.kernel.approvals._helpers import LEDGER, agent
 from tracer.conventions import StepKind, ToolDecision
 
@@ -58,8 +60,9 @@ async def test_agent_waits_reviewer_approves_with_the_cli(ingest_server) -> None
     assert _pending(base) == []
 
 
-async def test_reject_with_reason_and_expiry_race(ingest_server) -> None:
-    base = ingest_server.http_url
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_reject_with_reason_and_expiry_race(start_ingest_server, backend: str) -> None:
+    base = start_ingest_server(store=backend).http_url
     backend = HttpApprovals(base)
     a = await backend.register(ApprovalRequest(tool="refund", arguments={"x": 1}))
     assert a.status == ApprovalStatus.PENDING
@@ -76,7 +79,8 @@ async def test_reject_with_reason_and_expiry_race(ingest_server) -> None:
     assert listed.exit_code == 0 and "expired" in listed.output and "rejected" in listed.output
 
 
-def test_scopes_and_projects(start_ingest_server, monkeypatch) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scopes_and_projects(start_ingest_server, monkeypatch, backend: str) -> None:
     keys = [
         {"key": "agent-a", "project": "a", "scopes": ["ingest"]},
         {"key": "read-b", "project": "b", "scopes": ["read"]},
@@ -84,7 +88,7 @@ def test_scopes_and_projects(start_ingest_server, monkeypatch) -> None:
         {"key": "admin", "project": "a", "scopes": ["admin"]},
         {"key": "admin-b", "project": "b", "scopes": ["admin"]},
     ]
-    srv = start_ingest_server(api_keys=keys)
+    srv = start_ingest_server(api_keys=keys, store=backend)
     base = srv.http_url
 
     def call(method: str, path: str, key: str | None, **kw):

@@ -13,6 +13,7 @@ import pytest
 from ingest.store.clickhouse.migrate import migrate
 from ingest.store.clickhouse.schema import SCHEMA_MIGRATIONS, TABLES, create_table, migrations, set_ttl
 from ingest.store.clickhouse.schema_search import SEARCH_TABLES, search_migration
+from ingest.store.clickhouse.schema_work import CLICKHOUSE_ONLY_COLUMNS, CLICKHOUSE_ONLY_TABLES, work_migration
 from ingest.store.clickhouse.transport import ChdbTransport
 from ingest.store.migrate import migrate as migrate_duckdb
 
@@ -42,15 +43,20 @@ def test_tables_have_duckdbs_columns_and_migrating_twice_is_a_no_op(chdb: ChdbTr
     for table in TABLES:
         if table in SEARCH_TABLES:
             continue  # ClickHouse's own: DuckDB keeps full-text search in its FTS5 sidecar file
+        if table.name in CLICKHOUSE_ONLY_TABLES:
+            assert _columns(chdb, table.name) == table.column_names, table.name
+            continue
         expected = [r[0] for r in duck.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
             [table.name],
         ).fetchall()]  # fmt: skip
+        versioned = table.per_trace_key or "is_deleted" in table.column_names
         extra = ["revision"] if table.name in ("runs", "alert_state") else (
-            ["revision", "is_deleted"] if table.per_trace_key else [])
+            ["revision", "is_deleted"] if versioned else [])
         if table.name == "saved_views":
             extra = ["is_deleted"]  # a delete is a tombstone row (schema_views.py)
-        assert _columns(chdb, table.name) == expected + extra, table.name
+        own = CLICKHOUSE_ONLY_COLUMNS.get(table.name, ())
+        assert [c for c in _columns(chdb, table.name) if c not in own] == expected + extra, table.name
 
 
 def test_ttl_follows_retention_days(chdb: ChdbTransport) -> None:
@@ -64,6 +70,7 @@ def test_ttl_follows_retention_days(chdb: ChdbTransport) -> None:
 def test_cluster_ddl_is_accepted_by_the_clickhouse_parser(chdb: ChdbTransport) -> None:
     statements = [*migrations("steplens", "prod")[0], *create_table(SCHEMA_MIGRATIONS, "steplens", "prod")]
     statements += search_migration("steplens", "prod")
+    statements += work_migration("steplens", "prod")  # the services' own tables (schema_work.py)
     statements += [s for t in TABLES if (s := set_ttl(t, "steplens", "prod", 7)) is not None]
     for statement in statements:
         formatted = chdb.query_arrow("SELECT formatQuery({q:String})", {"q": statement}).column(0)[0].as_py()
