@@ -13,7 +13,11 @@ import pytest
 from ingest.store.clickhouse.migrate import migrate
 from ingest.store.clickhouse.schema import SCHEMA_MIGRATIONS, TABLES, create_table, migrations, set_ttl
 from ingest.store.clickhouse.schema_search import SEARCH_TABLES, search_migration
-from ingest.store.clickhouse.schema_work import CLICKHOUSE_ONLY_COLUMNS, CLICKHOUSE_ONLY_TABLES, work_migration
+from ingest.store.clickhouse.schema_work import (
+    CLICKHOUSE_ONLY_COLUMNS,
+    CLICKHOUSE_ONLY_TABLES,
+    work_migration,
+)
 from ingest.store.clickhouse.transport import ChdbTransport
 from ingest.store.migrate import migrate as migrate_duckdb
 
