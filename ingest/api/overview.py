@@ -11,10 +11,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
+from ingest.api.json_answer import model_response
 from ingest.api.models import Aggregates, Bucket, HandoffRate, Overview, StopReasonCount
 from ingest.api.params import OverviewParams
 from ingest.store.backend import queries_of
@@ -63,7 +64,7 @@ def add_overview_routes(
     @router.get("/overview", response_model=Overview, summary="Run totals, stop reasons and a time series")
     def get_overview(
         params: Annotated[OverviewParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
-    ) -> Overview:
+    ) -> Response:
         until = params.until or datetime.now(UTC).replace(tzinfo=None)
         filters = params.to_filters(access, until=until)
 
@@ -87,7 +88,8 @@ def add_overview_routes(
                     **_aggregates(rows.buckets.get(i, {"ok_runs": 0, "failed_runs": 0})),
                 )
             )
-        return Overview(
+        # serialized in the route's thread: no second hop to validate it again (ingest/api/json_answer.py)
+        return model_response(Overview(
             since=params.since.replace(tzinfo=UTC) if params.since else origin.replace(tzinfo=UTC),
             until=until.replace(tzinfo=UTC),
             bucket_seconds=int(bucket.total_seconds()),
@@ -99,4 +101,4 @@ def add_overview_routes(
                 for a, v, n, h, reasons in rows.handoffs
             ],
             scores=scores,
-        )
+        ))

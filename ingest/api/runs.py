@@ -7,11 +7,12 @@ No `from __future__ import annotations` in the route modules: FastAPI must evalu
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from ingest.api.access import ReadAccess
 from ingest.api.cursor import BadCursor, decode_cursor, encode_cursor
 from ingest.api.execute import ReadableStore, run_read
+from ingest.api.json_answer import model_response
 from ingest.api.models import Run, RunsPage
 from ingest.api.params import RunsParams
 from ingest.api.spans import filter_or_400, search_503
@@ -54,7 +55,7 @@ def add_runs_routes(
     @router.get("/runs", response_model=RunsPage, summary="List runs (filter, sort, keyset paging)")
     def get_runs(
         params: Annotated[RunsParams, Query()], access: Annotated[ReadAccess, Depends(read_access)]
-    ) -> RunsPage:
+    ) -> Response:
         after = None
         if params.cursor:
             try:
@@ -84,4 +85,5 @@ def add_runs_routes(
         with search_503():
             page = run_read(store, read, timeout_s)
         nxt = encode_cursor(page.next_key, params.sort, params.order) if page.next_key else None
-        return RunsPage(runs=[Run.model_validate(r) for r in page.rows], next=nxt)
+        # serialized here, in the route's thread: no second hop to validate it again (ingest/api/json_answer.py)
+        return model_response(RunsPage(runs=[Run.model_validate(r) for r in page.rows], next=nxt))

@@ -10,10 +10,11 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from ingest.api.access import ReadAccess
 from ingest.api.execute import ReadableStore, run_read
+from ingest.api.json_answer import model_response
 from ingest.api.models import Evaluation, LogEntry, Run, Span, Trace
 from ingest.api.params import TraceParams
 from ingest.api.tree import order_as_tree
@@ -90,7 +91,7 @@ def add_trace_routes(
         trace_id: str,
         params: Annotated[TraceParams, Query()],
         access: Annotated[ReadAccess, Depends(read_access)],
-    ) -> Trace:
+    ) -> Response:
         if not _TRACE_ID.match(trace_id):
             raise HTTPException(400, f"trace id must be 32 hexadecimal characters, got {len(trace_id)} characters")
         tid = trace_id.lower()
@@ -98,4 +99,5 @@ def add_trace_routes(
         run, rows, logs = run_read(store, lambda cur: load_trace_with_logs(cur, tid, projects, queries_of(store)), timeout_s)
         if run is None:
             raise HTTPException(404, f"trace {tid} not found")
-        return build_trace(tid, run, rows, logs)
+        # serialized in the route's thread: no second hop to validate it again (ingest/api/json_answer.py)
+        return model_response(build_trace(tid, run, rows, logs))

@@ -1,7 +1,8 @@
 """Read cursors with a time limit, so one slow query cannot hang the query API.
 
 Why a timer calling `interrupt()`: DuckDB has no per-statement timeout setting; interrupting the
-cursor from another thread is the supported way to abort a running query.
+cursor from another thread is the supported way to abort a running query. The timers are deadlines
+of one shared thread (ingest/store/deadlines.py), not a thread per read.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import duckdb
+
+from ingest.store.deadlines import DeadlineWatcher
+
+_WATCHER = DeadlineWatcher()
 
 
 class QueryTimeout(TimeoutError):
@@ -26,9 +31,7 @@ def timed_cursor(cursor: duckdb.DuckDBPyConnection, timeout_s: float) -> Iterato
         fired.set()
         cursor.interrupt()
 
-    timer = threading.Timer(timeout_s, interrupt)
-    timer.daemon = True
-    timer.start()
+    timer = _WATCHER.after(timeout_s, interrupt)
     try:
         yield cursor
     except duckdb.InterruptException as exc:
