@@ -45,7 +45,7 @@ def test_worker_fires_once_and_the_api_node_shows_it_without_firing_again(start_
         ingest = start_ingest_server(role="ingest", **shared)
         api = start_ingest_server(role="api", alerts=[RULE], alert_channels=channels, **shared)
         worker = start_ingest_server(role="worker", alerts=[RULE], alert_channels=channels, **shared)
-        assert httpx.get(worker.http_url + "/readyz").json()["jobs"] == ["alerts"]
+        assert httpx.get(worker.http_url + "/readyz").json()["jobs"] == ["alerts", "queue_fill"]
         assert httpx.get(api.http_url + "/readyz").json()["jobs"] == []
 
         send(ingest.http_url, ingest.store, runs)
