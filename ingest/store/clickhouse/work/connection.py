@@ -79,9 +79,9 @@ class WorkConnection(ClickHouseCursor):
         super().__init__(transport, timeout_s)
         self.database = database
 
-    def _settings(self) -> dict[str, Any]:
+    def _settings(self, final: bool = True) -> dict[str, Any]:
         # an INSERT ... SELECT (`rewrite`) is synchronous on a Distributed table too
-        return {**super()._settings(), "insert_distributed_sync": 1}
+        return {**super()._settings(final), "insert_distributed_sync": 1}
 
     def insert(self, table: Table, rows: list[dict[str, Any]], token: str | None = None) -> None:
         """Insert `rows` into `table`; `token`: an `insert_deduplication_token`, so the same insert
