@@ -625,7 +625,8 @@ CREATE TABLE IF NOT EXISTS upkeep_quarantine (
 """
 
 # Full-text search (ingest/search): spans stored but not yet in the search index, queued inside the load
-# transaction with their content columns, deleted by the writer once the index (a SQLite FTS5 sidecar
+# transaction by their key (the content columns are NULL: the indexer reads them from `spans`; rows
+# queued by an older version carry them), deleted by the writer once the index (a SQLite FTS5 sidecar
 # file) has committed them. Its size is the index's lag; the index itself is derived and rebuildable.
 SEARCH_PENDING_DDL = """
 CREATE TABLE IF NOT EXISTS search_pending (

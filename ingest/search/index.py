@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 from ingest.search.content import content_fields
 
@@ -84,8 +85,10 @@ class IndexUnavailable(RuntimeError):
     `not search(...)` match everything)."""
 
 
-@dataclass(frozen=True)
-class Doc:
+class Doc(NamedTuple):
+    """One (span, field) document. A named tuple, not a dataclass: one is made per field of every
+    indexed span, and a frozen dataclass costs ~1 us more to build."""
+
     project: str
     trace_id: str
     span_id: str

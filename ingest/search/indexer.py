@@ -2,7 +2,8 @@
 
 Two sources of work:
 - `search_pending` (ingest/search/pending.py): every load queues its new spans; a step indexes the
-  oldest loads and deletes their rows once the index has committed them;
+  oldest pending spans, in chunks sized to its time budget, and deletes their rows once the index
+  has committed them;
 - a rebuild (`reindex`, or a missing index file next to a store that has spans): the stored spans are
   read by start-time windows, oldest first, and the window's end is committed with its documents, so
   a rebuild survives restarts and its progress is visible (`rebuild_through`).
@@ -33,6 +34,13 @@ STEP_INTERVAL_S = 1.0  # under sustained load, a step at least this often
 RETRY_MAX_S = 30.0
 REBUILD_WINDOW = timedelta(hours=1)  # first window; doubled or halved to hold ~REBUILD_ROWS spans
 REBUILD_ROWS = 20_000
+# Pending spans are indexed in chunks sized to what the step's budget has left at the measured rate
+# (spans/s, a moving average over chunks): a chunk of whole loads (up to 50,000 spans each) took 1-2 s
+# at ~50 us a span, held every queued load behind it, and under sustained ingest took most of the
+# writer's time; now a step ends within about its budget, so under load the index takes at most
+# about STEP_BUDGET_S of every STEP_INTERVAL_S of the writer thread.
+MIN_CHUNK_SPANS = 500
+FIRST_RATE_SPANS_S = 10_000.0
 PRUNE_INTERVAL_S = 3600.0
 
 META_REBUILD_NEXT = "rebuild_next_us"
@@ -59,6 +67,7 @@ class SearchIndexer:
         self._last_prune = 0.0
         self._window = REBUILD_WINDOW
         self.indexed = 0
+        self._spans_per_s = FIRST_RATE_SPANS_S  # measured by every chunk; sizes the next one
 
     def note_loaded(self) -> None:
         self.work = True
@@ -95,17 +104,14 @@ class SearchIndexer:
         started = time.monotonic()
         meta = self._ensure_started(conn)
         added = 0
-        while time.monotonic() - started < STEP_BUDGET_S:
-            loads = pending.oldest_loads(conn, 64)
-            if not loads:
+        while (left := STEP_BUDGET_S - (time.monotonic() - started)) > 0:
+            chunk_started = time.monotonic()
+            rows = pending.take(conn, self._chunk_spans(left))
+            if not rows:
                 break
-            total, upto = 0, loads[0][0]
-            for queued_at, count in loads:  # whole loads, about REBUILD_ROWS spans at a time
-                if total and total + count > REBUILD_ROWS:
-                    break
-                total, upto = total + count, queued_at
-            added += self.index.add(_docs(pending.rows_of(conn, upto)))
-            pending.done(conn, upto)
+            added += self.index.add(_docs(rows))
+            pending.done_taken(conn)
+            self._note_rate(len(rows), time.monotonic() - chunk_started)
         rebuilding = META_REBUILD_NEXT in meta
         while rebuilding and time.monotonic() - started < STEP_BUDGET_S:
             rebuilding, n = self._rebuild_chunk(conn)
@@ -113,6 +119,14 @@ class SearchIndexer:
         self._maybe_prune()
         self.work = rebuilding or pending.has_pending(conn)
         return added
+
+    def _chunk_spans(self, seconds: float) -> int:
+        """Pending spans that fit in `seconds` at the measured indexing rate (within the chunk bounds)."""
+        return max(MIN_CHUNK_SPANS, min(REBUILD_ROWS, int(self._spans_per_s * seconds)))
+
+    def _note_rate(self, spans: int, seconds: float) -> None:
+        if seconds > 0:
+            self._spans_per_s = 0.5 * self._spans_per_s + 0.5 * spans / seconds
 
     def _ensure_started(self, conn: duckdb.DuckDBPyConnection) -> dict[str, str]:
         """The index's meta; a new index file next to a store with spans starts a rebuild of them."""

@@ -147,39 +147,43 @@ WITH agg AS (
         list(DISTINCT model) FILTER (WHERE operation = $llm AND model IS NOT NULL) AS models,
         min(start_time) AS span_start,
         max(end_time) AS span_end,
-        any_value(agent_name) FILTER (WHERE agent_name IS NOT NULL) AS any_agent,
-        any_value(agent_version) FILTER (WHERE agent_version IS NOT NULL) AS any_version,
-        any_value(service) FILTER (WHERE service IS NOT NULL) AS any_service,
-        any_value(environment) FILTER (WHERE environment IS NOT NULL) AS any_environment,
-        any_value(user_id) FILTER (WHERE user_id IS NOT NULL) AS any_user,
-        any_value(conversation_id) FILTER (WHERE conversation_id IS NOT NULL) AS any_conversation
+        -- any_value skips NULLs: the first non-NULL value of the group
+        any_value(agent_name) AS any_agent,
+        any_value(agent_version) AS any_version,
+        any_value(service) AS any_service,
+        any_value(environment) AS any_environment,
+        any_value(user_id) AS any_user,
+        any_value(conversation_id) AS any_conversation
     FROM new_spans
     GROUP BY project, trace_id
 ),
 roots AS (
-    SELECT project, trace_id,
-        CASE WHEN operation IN ($agent, $workflow) THEN 2 ELSE 1 END AS r_rank,
-        CASE WHEN operation IN ($agent, $workflow) THEN $root_agent ELSE $root_parentless END AS r_kind,
-        span_id AS r_span_id, name AS r_name, agent_name AS r_agent, agent_version AS r_version,
-        service AS r_service, environment AS r_environment, user_id AS r_user,
-        conversation_id AS r_conversation, run_mode AS r_mode, start_time AS r_start,
-        end_time AS r_end, duration_ms AS r_duration, status AS r_status, run_ok AS r_run_ok,
-        stop_reason AS r_stop_reason, run_steps AS r_steps,
-        json_extract_string(attributes, $eval_run_path) AS r_eval_run,
-        json_extract_string(attributes, $eval_case_path) AS r_eval_case,
-        json_extract_string(attributes, $handoff_reason_path) AS r_handoff_reason,
-        json_extract_string(attributes, $handoff_target_path) AS r_handoff_target,
-        json_extract_string(attributes, $task_id_path) AS r_task_id,
-        json_extract_string(attributes, $release_name_path) AS r_release_name,
-        json_extract_string(attributes, $release_cohort_path) AS r_release_cohort,
-        json_extract_string(attributes, $release_primary_path) AS r_release_primary,
-        json_extract_string(attributes, $declared_cost_path) IS NOT NULL AS r_declares_cost
-    FROM new_spans
-    WHERE operation IN ($agent, $workflow) OR parent_span_id IS NULL
-    QUALIFY row_number() OVER (
-        PARTITION BY project, trace_id
-        ORDER BY r_rank DESC, start_time, parent_span_id IS NULL DESC, duration_ms DESC, span_id
-    ) = 1
+    -- the best root candidate per trace first, then one JSON parse of its attributes for all paths
+    SELECT * EXCLUDE (attributes, r_json), r_json[1] AS r_eval_run, r_json[2] AS r_eval_case,
+        r_json[3] AS r_handoff_reason, r_json[4] AS r_handoff_target, r_json[5] AS r_task_id,
+        r_json[6] AS r_release_name, r_json[7] AS r_release_cohort, r_json[8] AS r_release_primary,
+        r_json[9] IS NOT NULL AS r_declares_cost
+    FROM (
+        SELECT *, json_extract_string(attributes, [$eval_run_path, $eval_case_path, $handoff_reason_path,
+            $handoff_target_path, $task_id_path, $release_name_path, $release_cohort_path, $release_primary_path,
+            $declared_cost_path]) AS r_json
+        FROM (
+            SELECT project, trace_id,
+                CASE WHEN operation IN ($agent, $workflow) THEN 2 ELSE 1 END AS r_rank,
+                CASE WHEN operation IN ($agent, $workflow) THEN $root_agent ELSE $root_parentless END AS r_kind,
+                span_id AS r_span_id, name AS r_name, agent_name AS r_agent, agent_version AS r_version,
+                service AS r_service, environment AS r_environment, user_id AS r_user,
+                conversation_id AS r_conversation, run_mode AS r_mode, start_time AS r_start,
+                end_time AS r_end, duration_ms AS r_duration, status AS r_status, run_ok AS r_run_ok,
+                stop_reason AS r_stop_reason, run_steps AS r_steps, attributes
+            FROM new_spans
+            WHERE operation IN ($agent, $workflow) OR parent_span_id IS NULL
+            QUALIFY row_number() OVER (
+                PARTITION BY project, trace_id
+                ORDER BY r_rank DESC, start_time, parent_span_id IS NULL DESC, duration_ms DESC, span_id
+            ) = 1
+        )
+    )
 ),
 errs AS (
     -- the batch's latest-ending error span per trace: inner spans (rank 2) before steps (1) before
