@@ -5,7 +5,9 @@ project-bound views once, in DuckDB's dialect (ingest/sql/check.py); only the ac
 transpiled by sqlglot, so what a query may do is the same on both stores. The server's own CTEs
 are written here in ClickHouse SQL (no `NOT MATERIALIZED`, ClickHouse inlines CTEs anyway).
 Functions whose ClickHouse spelling would change the figure are mapped explicitly:
-`quantile_cont`/`median` become `quantileExactInclusive` (DuckDB's interpolation, exact).
+`quantile_cont`/`median` become `quantileExactInclusive` (DuckDB's interpolation, exact); a `CAST`
+stays strict (sqlglot writes `CAST(x AS Nullable(T))`, which ClickHouse answers with NULL for a value
+it cannot convert, i.e. DuckDB's TRY_CAST) and a TIMESTAMP keeps its microseconds.
 """
 
 from __future__ import annotations
@@ -42,6 +44,31 @@ def _exact_quantiles(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# DuckDB's TIMESTAMP (and TIMESTAMPTZ) is microseconds; sqlglot writes ClickHouse's DateTime (seconds).
+_TIMESTAMP = exp.DataType.build("DateTime64(6, 'UTC')", dialect="clickhouse")
+
+
+def _strict_cast(node: exp.Expression) -> exp.Expression:
+    """`CAST(x AS T)` as DuckDB means it: an error for a value that does not convert, NULL for NULL.
+    ClickHouse's CASE evaluates the cast only on the rows whose x is not NULL (short-circuit), so the
+    non-Nullable cast sees no NULL. `TRY_CAST` keeps sqlglot's Nullable(T) form (NULL on failure)."""
+    if not isinstance(node, exp.Cast):
+        return node
+    to = node.to
+    if to.is_type(exp.DType.TIMESTAMP, exp.DType.TIMESTAMPNTZ, exp.DType.TIMESTAMPTZ):
+        to = _TIMESTAMP.copy()
+    value = node.this.transform(_strict_cast)  # a replaced node's children are not visited again
+    if isinstance(node, exp.TryCast) or isinstance(value, exp.Null):
+        return exp.TryCast(this=value, to=to.copy())
+    strict = to.copy()
+    strict.set("nullable", False)
+    return exp.If(
+        this=exp.Is(this=value.copy(), expression=exp.Null()),
+        true=exp.Null(),
+        false=exp.Cast(this=exp.Anonymous(this="assumeNotNull", expressions=[value.copy()]), to=strict),
+    )
+
+
 def _json_text(node: exp.Expression) -> exp.Expression:
     """`x ->> '$.k'` as DuckDB means it: a string unquoted, any other value as its JSON text, NULL
     when the key is absent or JSON null (ClickHouse's JSONExtractString gives '' for all three)."""
@@ -60,7 +87,7 @@ def _json_text(node: exp.Expression) -> exp.Expression:
 
 def render(statement: exp.Expression) -> str:
     """The checked, rewritten statement as ClickHouse SQL (`?` placeholders kept for the cursor)."""
-    tree = statement.copy().transform(_exact_quantiles).transform(_json_text)
+    tree = statement.copy().transform(_exact_quantiles).transform(_strict_cast).transform(_json_text)
     for placeholder in tree.find_all(exp.Placeholder):
         placeholder.replace(exp.var("?"))
     try:
