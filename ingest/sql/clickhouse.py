@@ -17,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from ingest.filters.dialect import json_text_clickhouse
 from ingest.sql.views import View
 
 # View.condition (constant SQL) in ClickHouse's spelling: ClickHouse has no `IS NOT FALSE`.
@@ -70,19 +71,18 @@ def _strict_cast(node: exp.Expression) -> exp.Expression:
 
 
 def _json_text(node: exp.Expression) -> exp.Expression:
-    """`x ->> '$.k'` as DuckDB means it: a string unquoted, any other value as its JSON text, NULL
-    when the key is absent or JSON null (ClickHouse's JSONExtractString gives '' for all three)."""
+    """`x ->> '$.k'` as DuckDB means it: a string unquoted, any other value as its JSON text (a whole
+    double as `500.0`), NULL when the key is absent or JSON null (ClickHouse's JSONExtractString
+    gives '' for all three)."""
     if not isinstance(node, exp.JSONExtractScalar):
         return node
     rendered = node.sql(dialect="clickhouse")
-    head = "JSONExtractString("
+    document = node.this.sql(dialect="clickhouse")
+    head = f"JSONExtractString({document}, "
     if not rendered.startswith(head) or not rendered.endswith(")"):
         return node
-    args = rendered[len(head):-1]
-    return sqlglot.parse_one(
-        f"if(JSONType({args}) = 'String', JSONExtractString({args}), nullIf(nullIf(JSONExtractRaw({args}), ''), 'null'))",
-        read="clickhouse",
-    )
+    key = rendered[len(head):-1]
+    return sqlglot.parse_one(json_text_clickhouse(document, key), read="clickhouse")
 
 
 def render(statement: exp.Expression) -> str:
