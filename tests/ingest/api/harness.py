@@ -87,3 +87,18 @@ def stop_server(server: Server, stack: ServerStack, thread: threading.Thread) ->
     stack.request_stop()
     thread.join(15)
     server.store.stop()
+
+
+def not_ported(store: object, segment: str) -> bool:
+    """True while the API segment `segment` (e.g. "regressions") still answers 501 on `store`
+    (ingest/api/not_available.py), so a test on both stores checks that part once it is ported."""
+    from ingest.api.not_available import DUCKDB_ONLY
+
+    return getattr(store, "name", "duckdb") == "clickhouse" and segment in DUCKDB_ONLY
+
+
+def backend_settings(tmp: Path, backend: str) -> dict[str, Any]:
+    """The Settings fields that put a test's own server on `backend` (chDB under `tmp` for ClickHouse)."""
+    if backend == "clickhouse":
+        return {"store": "clickhouse", "clickhouse_url": f"chdb://{tmp / 'clickhouse'}"}
+    return {"store": "duckdb"}
