@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 import tracer
-from tests.ingest.api.harness import BACKENDS, backend_settings, not_ported
 from tests.support.release_runs import USERS, run_release
 from tests.support.scores_http import run_trace_ids
 from tracer.conventions import ReleaseCohort
@@ -20,16 +19,15 @@ from tracer.conventions import ReleaseCohort
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     import asyncio
 
     from ingest.config import Settings
     from tests.ingest.conftest import _ServerThread
 
-    tmp = tmp_path_factory.mktemp("release")
-    thread = _ServerThread(Settings(db=tmp / "steplens.duckdb", host="127.0.0.1", grpc_port=0, normalize_processes=0,
-                                    alerts_defaults=False, **backend_settings(tmp, request.param)))
+    thread = _ServerThread(Settings(db=tmp_path_factory.mktemp("release") / "steplens.duckdb", host="127.0.0.1",
+                                    grpc_port=0, normalize_processes=0, alerts_defaults=False))
     server = thread.start()
     handle = tracer.setup(service_name="release-tests", endpoint=f"{server.http_url}/v1/traces", schedule_delay_ms=50,
                           max_queue_size=65_536)
@@ -39,12 +37,12 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     finally:
         assert handle.shutdown(30), "the tracer could not flush its spans to the test server"
     assert server.store.wait_loaded(60)
-    yield server.http_url, planted, aa, server.store
+    yield server.http_url, planted, aa
     thread.stop()
 
 
 def test_every_run_row_names_its_release_and_the_cohort_the_router_chose(world) -> None:  # type: ignore[no-untyped-def]
-    url, planted, _, _ = world
+    url, planted, _ = world
     cohorts = planted.cohorts
     want = Counter(cohorts.values())
     assert 60 < want[ReleaseCohort.CANDIDATE] < 160  # ~30% of 360
@@ -60,7 +58,7 @@ def test_every_run_row_names_its_release_and_the_cohort_the_router_chose(world) 
 
 
 def test_shadow_mirrors_are_their_own_traces_naming_the_live_run_and_out_of_live_figures(world) -> None:  # type: ignore[no-untyped-def]
-    url, planted, _, _ = world
+    url, planted, _ = world
     live, shadows = planted.live, planted.shadows
     assert len(shadows) == len(USERS) // 6
     listed = httpx.get(f"{url}/api/runs", params={"cohort": "shadow", "mode": "shadow", "limit": 1000},
@@ -76,9 +74,7 @@ def test_shadow_mirrors_are_their_own_traces_naming_the_live_run_and_out_of_live
 
 
 def test_candidate_vs_stable_flags_the_planted_regression_and_not_the_a_a_split(world) -> None:  # type: ignore[no-untyped-def]
-    url, _, _, store = world
-    if not_ported(store, "regressions"):
-        pytest.skip("/api/regressions answers 501 on this store")
+    url, *_ = world
     body = httpx.get(f"{url}/api/regressions", params={"comparison": "cohort", "since": "1d"}, timeout=60).json()
     assert body["comparison"] == "cohort"
     by_release = {(f["release"], f["metric"]): f for f in body["findings"]}
