@@ -11,14 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
 from ingest.config import ApiKey
-from tests.ingest.api.harness import BACKENDS, not_ported
 from tests.ingest.api.otlp_runs import RunSpec
 from tests.ingest.scores.conftest import get_scores, post_scores, send_runs
-
-pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 KEYS = {
     "admin_a": ("A", ["admin"]), "admin_b": ("B", ["admin"]), "annotate_a": ("A", ["annotate"]),
@@ -40,12 +36,10 @@ def test_scores_stay_in_their_project(start_ingest_server: Any) -> None:
     assert post_scores(base, {"name": "a_own", "value": True, "trace_id": run_a.trace_id}, SECRET["annotate_a"]
                        ).status_code == 200
     assert post_scores(base, {"name": "x", "value": 1, "trace_id": run_a.trace_id}, SECRET["ingest_a"]).status_code == 403
-    configs_served = not not_ported(srv.store, "score-configs")
-    if configs_served:
-        assert httpx.post(base + "/api/score-configs", json={"name": "b_cfg", "data_type": "boolean"},
-                          headers={"x-api-key": SECRET["admin_b"]}).status_code == 200
-        assert httpx.post(base + "/api/score-configs", json={"name": "a_cfg", "data_type": "boolean"},
-                          headers={"x-api-key": SECRET["annotate_a"]}).status_code == 403
+    assert httpx.post(base + "/api/score-configs", json={"name": "b_cfg", "data_type": "boolean"},
+                      headers={"x-api-key": SECRET["admin_b"]}).status_code == 200
+    assert httpx.post(base + "/api/score-configs", json={"name": "a_cfg", "data_type": "boolean"},
+                      headers={"x-api-key": SECRET["annotate_a"]}).status_code == 403
     assert srv.store.wait_loaded(10)
 
     def names(key: str, **params: Any) -> set[str]:
@@ -62,9 +56,6 @@ def test_scores_stay_in_their_project(start_ingest_server: Any) -> None:
     assert names("operator") == {"planted", "a_own", "b_only"}
     assert names("operator", project="B") == {"b_only"}
     assert httpx.get(base + "/api/scores", headers={"x-api-key": SECRET["annotate_a"]}).status_code == 403
-
-    if not configs_served:
-        return
 
     def configs(key: str, **params: Any) -> set[str]:
         r = httpx.get(base + "/api/score-configs", params=params, headers={"x-api-key": SECRET[key]})
