@@ -25,8 +25,10 @@ _CONDITIONS = {"TRUE": "TRUE", "is_run IS NOT FALSE": "ifNull(is_run, true)"}
 
 
 # A name means the column before a SELECT alias of the same name, as in DuckDB (`SELECT 'x' AS
-# project ... WHERE project = ...` compares the column on both stores).
-SETTINGS = " SETTINGS prefer_column_name_to_alias = 1"
+# project ... WHERE project = ...` compares the column on both stores). A strict CAST relies on the
+# CASE evaluating its cast only on non-NULL rows: short-circuit evaluation (the server default) is
+# asked for explicitly, so a server configured without it cannot turn a NULL into an error.
+SETTINGS = " SETTINGS prefer_column_name_to_alias = 1, short_circuit_function_evaluation = 'enable'"
 
 
 class NotRenderable(ValueError):
