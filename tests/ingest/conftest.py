@@ -82,13 +82,6 @@ class _ServerThread:
 
 
 @pytest.fixture
-def backend() -> str:
-    """The store of `start_ingest_server`'s servers unless a test names one (`store=`): parametrize
-    it with tests.ingest.api.harness.BACKENDS to run a test on both stores."""
-    return "duckdb"
-
-
-@pytest.fixture
 def start_ingest_server(tmp_path: Path, backend: str) -> Iterator[Callable[..., RunningServer]]:
     started: list[_ServerThread] = []
 
