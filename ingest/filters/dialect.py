@@ -76,6 +76,20 @@ class DuckDBDialect:
         return sql, []
 
 
+def json_text_clickhouse(document: str, key: str = "?") -> str:
+    """ClickHouse SQL for DuckDB's `json_extract_string(document, key)` of a top-level key (`key`:
+    SQL text, five times): a string unquoted; a double with a whole value as yyjson writes it back
+    (`500.0`; ClickHouse's JSONExtractRaw gives `500`), other numbers, booleans, objects and lists as
+    their JSON text; NULL when the key is absent or JSON null. Inside an object or list a whole
+    double still reads `500` (its type is not known from the text)."""
+    kind = f"JSONType({document}, {key})"
+    return (
+        f"multiIf({kind} = 'String', JSONExtractString({document}, {key}), "
+        f"{kind} = 'Double', replaceRegexpOne(JSONExtractRaw({document}, {key}), '^(-?[0-9]+)$', '\\\\1.0'), "
+        f"nullIf(nullIf(JSONExtractRaw({document}, {key}), ''), 'null'))"
+    )
+
+
 class ClickHouseDialect(DuckDBDialect):
     """ClickHouse: JSONExtract* by key, `has` for arrays, uncorrelated IN subqueries (a run's spans
     are found by the spans table's ordering key, not re-read per run), the hits as array parameters."""
@@ -87,12 +101,9 @@ class ClickHouseDialect(DuckDBDialect):
 
     def attribute_text(self, attributes: str, key: str) -> tuple[str, list[object]]:
         # as DuckDB's json_extract_string: a string unquoted, a number/bool/object/list as its JSON
-        # text, NULL when the key is absent (raw text '') or its value is JSON null
-        sql = (
-            f"if(JSONType({attributes}, ?) = 'String', JSONExtractString({attributes}, ?), "
-            f"nullIf(nullIf(JSONExtractRaw({attributes}, ?), ''), 'null'))"
-        )
-        return sql, [key, key, key]
+        # text, NULL when the key is absent (raw text '') or its value is JSON null; a whole double
+        # (500.0, 5e2) as DuckDB writes it back, "500.0" (ClickHouse's raw text is "500")
+        return json_text_clickhouse(attributes), [key] * 5
 
     def attribute_exists(self, attributes: str, key: str) -> tuple[str, list[object]]:
         return f"coalesce(JSONHas({attributes}, ?), FALSE)", [key]

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from ingest.config import ApiKey
 from tests.dashboards.conftest import open_page, send_otlp, texts
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import Emitter, RunSpec
+
+# the pages only call the API: each runs against a server on either store
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 

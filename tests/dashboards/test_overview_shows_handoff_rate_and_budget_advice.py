@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import tracer
 from kernel.agent import Agent
@@ -15,7 +16,11 @@ from kernel.budgets import Budget
 from kernel.handoff import HandoffPolicy
 from kernel.llm import ScriptedLLM
 from tests.dashboards.conftest import open_page
+from tests.ingest.api.harness import BACKENDS
 from tests.support.scripted_runs import act, add, final
+
+# the pages only call the API: each runs against a server on either store
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def test_overview_handoff_table_and_budget_advice(start_ingest_server, ui_env) -> None:

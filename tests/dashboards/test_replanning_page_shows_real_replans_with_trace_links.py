@@ -17,14 +17,17 @@ import pytest
 import tracer
 from ingest.config import Settings
 from tests.dashboards.conftest import open_page, texts
+from tests.ingest.api.harness import BACKENDS, backend_settings
 from tests.ingest.api.plan_runs import run_all
 from tests.ingest.conftest import _ServerThread
 
 
-@pytest.fixture(scope="module")
-def plan_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any]]]:
+@pytest.fixture(scope="module", params=BACKENDS)  # the page only calls the API: a server on either store
+def plan_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
+        tuple[str, dict[str, Any]]]:
     tmp: Path = tmp_path_factory.mktemp("replan-dash")
-    thread = _ServerThread(Settings(db=tmp / "steplens.duckdb", host="127.0.0.1", grpc_port=0))
+    thread = _ServerThread(Settings(db=tmp / "steplens.duckdb", host="127.0.0.1", grpc_port=0,
+                                    **backend_settings(tmp, request.param)))
     server = thread.start()
     try:
         handle = tracer.setup(service_name="replan-dash", endpoint=f"{server.http_url}/v1/traces", schedule_delay_ms=50)

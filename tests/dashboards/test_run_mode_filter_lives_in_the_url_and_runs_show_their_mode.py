@@ -9,9 +9,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from tests.dashboards.conftest import open_page, texts
 from tests.ingest.api.analytics_runs import Chat, Run, RunEmitter, Step
-from tests.ingest.api.harness import Server
+from tests.ingest.api.harness import BACKENDS, Server
+
+# the pages only call the API: each runs against a server on either store
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 MODES = [None, "live", "live", "eval", "eval", "eval", "shadow", "replay"]
 

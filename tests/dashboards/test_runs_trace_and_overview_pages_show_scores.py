@@ -9,10 +9,15 @@ The failure this covers: scores stored and queryable but invisible to the person
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.dashboards.conftest import open_page
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import RunSpec
 from tests.ingest.scores.conftest import post_scores, send_runs
+
+# the pages only call the API: each runs against a server on either store
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def test_scores_panel(start_ingest_server, ui_env) -> None:

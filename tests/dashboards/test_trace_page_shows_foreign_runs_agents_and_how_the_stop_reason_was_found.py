@@ -13,14 +13,16 @@ import pytest
 
 from ingest.config import Settings
 from tests.dashboards.conftest import open_page, texts
+from tests.ingest.api.harness import BACKENDS, backend_settings
 from tests.ingest.conftest import RunningServer, _ServerThread
 
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks" / "openai_agents_openinference"
 
 
-@pytest.fixture
-def foreign_server(tmp_path: Path) -> Iterator[tuple[RunningServer, dict[str, str]]]:
-    thread = _ServerThread(Settings(db=tmp_path / "steplens.duckdb", host="127.0.0.1", grpc_port=0))
+@pytest.fixture(params=BACKENDS)  # the page only calls the API: a server on either store
+def foreign_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[RunningServer, dict[str, str]]]:
+    thread = _ServerThread(Settings(db=tmp_path / "steplens.duckdb", host="127.0.0.1", grpc_port=0,
+                                    **backend_settings(tmp_path, request.param)))
     server = thread.start()
     try:
         manifest = json.loads((CAPTURE / "manifest.json").read_text())

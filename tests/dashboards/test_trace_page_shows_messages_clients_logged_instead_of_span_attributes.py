@@ -25,8 +25,12 @@ from dashboards.models import Trace
 from dashboards.trace_view import build_trace_view
 from tests.dashboards.conftest import open_page, texts
 from tests.dashboards.openai_v2_event_only_run import ANSWER, QUESTION
+from tests.ingest.api.harness import BACKENDS
 from tests.support.genai_logs import ANSWER_TEXT, SYSTEM_TEXT, USER_TEXT, chat_with_events
 from tracer import conventions as c
+
+# the pages only call the API: each runs against a server on either store
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 REPO = Path(__file__).resolve().parents[2]
 

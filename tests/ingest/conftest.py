@@ -82,11 +82,12 @@ class _ServerThread:
 
 
 @pytest.fixture
-def start_ingest_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]]:
+def start_ingest_server(tmp_path: Path, backend: str) -> Iterator[Callable[..., RunningServer]]:
     started: list[_ServerThread] = []
 
     def start(**overrides: Any) -> RunningServer:
         n = len(started)
+        overrides.setdefault("store", backend)
         # Normalize in threads: dozens of servers per run would each spawn 2 worker processes.
         # The worker path is covered by tests/ingest/store/test_normalize_worker_process_*.py and by
         # every test that runs `steplens serve` as a subprocess with the production default.

@@ -107,6 +107,52 @@ def insert(transport: Transport, database: str, table: Table, rows: pa.Table, to
         )
 
 
+def _micros(column: pa.ChunkedArray | pa.Array) -> list[int]:
+    """Timestamps as microseconds since the epoch (a zone-aware column is UTC)."""
+    if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+        column = pc.cast(column, pa.timestamp("us"))
+    return pc.cast(pc.cast(column, pa.timestamp("us")), pa.int64()).to_pylist()
+
+
+def stored_score_times(transport: Transport, database: str, rows: pa.Table) -> dict[tuple[str, str], int]:
+    """(project, score_id) -> the stored `created_at` (µs) of the ids in `rows` (the latest version)."""
+    stored: dict[tuple[str, str], int] = {}
+    projects, ids = rows.column("project").to_pylist(), rows.column("score_id").to_pylist()
+    for project in set(projects):
+        keys = sorted({k for p, k in zip(projects, ids, strict=True) if p == project})
+        found = transport.query_arrow(
+            f"SELECT score_id, created_at FROM {_quoted(database, SCORES.name)} FINAL "
+            "WHERE project = {project:String} AND score_id IN {keys:Array(String)}",
+            {"project": project, "keys": keys},
+        )
+        stored.update(((project, k), t) for k, t in zip(found.column(0).to_pylist(), _micros(found.column(1)),
+                                                        strict=True))
+    return stored
+
+
+def scores_to_write(rows: pa.Table, stored: dict[tuple[str, str], int]) -> pa.Table:
+    """DuckDB's replacement rule (ingest/store/scores_load.py): per (project, score_id) the latest
+    `created_at` of the batch, the first sent of equal ones, and only when it is later than the
+    stored score's; an equal or older one (a retry, a late duplicate) is ignored."""
+    best: dict[tuple[str, str], tuple[int, int]] = {}  # key -> (created_at, row)
+    keys = zip(rows.column("project").to_pylist(), rows.column("score_id").to_pylist(), strict=True)
+    for row, (key, at) in enumerate(zip(keys, _micros(rows.column("created_at")), strict=True)):
+        if key not in best or at > best[key][0]:
+            best[key] = (at, row)
+    keep = sorted(row for key, (at, row) in best.items() if key not in stored or at > stored[key])
+    return rows.take(pa.array(keep, pa.int64())) if len(keep) != rows.num_rows else rows
+
+
+def load_scores(transport: Transport, database: str, rows: pa.Table, token: str) -> int:
+    """Insert the scores of one spool record that replace or add a score (see `scores_to_write`);
+    returns how many. The replacing row's later `ingested_at` is its version (ReplacingMergeTree)."""
+    if not rows.num_rows:
+        return 0
+    fresh = scores_to_write(rows, stored_score_times(transport, database, rows))
+    insert(transport, database, SCORES, fresh, token)
+    return fresh.num_rows
+
+
 def load_spans(transport: Transport, database: str, rows: pa.Table, token: str) -> tuple[int, list[Trace]]:
     """Insert the spans of one spool record not stored yet; returns (inserted, the record's traces).
     Every trace of the record is returned, inserted or not, so a replay re-derives its runs."""

@@ -18,7 +18,9 @@ Engines (why):
   the trace's new runs row with a higher revision, so late spans update the run; reads take the
   latest through FINAL (the read cursor sets `final = 1` for every statement). Minmax index on start_time for the time filters.
 - scores: ReplacingMergeTree(ingested_at) ordered by (project, score_id): a changed score
-  replaces the earlier one (same id), as in DuckDB.
+  replaces the earlier one (same id), as in DuckDB; the loader inserts a score only when its
+  `created_at` is later than the stored one's (load.load_scores), so the newest insert is the
+  newest score.
 - log_records: ReplacingMergeTree ordered by (project, record_key): a retried export is one record
   (the loader's anti-join on the key keeps it single before a merge).
 - tool_calls, tool_carry, run_models, plan_spans: derived per trace; each pass writes the trace's

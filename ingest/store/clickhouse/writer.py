@@ -31,7 +31,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponent
 
 from ingest.store import deadletter, logs_load, scores_load
 from ingest.store.clickhouse import load
-from ingest.store.clickhouse.schema import ANALYTICS_TABLES, SCORES
+from ingest.store.clickhouse.schema import ANALYTICS_TABLES
 from ingest.store.clickhouse.schema_work import WORK_TABLES
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.failures import environmental
@@ -300,7 +300,7 @@ class ClickHouseWriter:
     def _load(self, batch: list[LoadItem]) -> bool:
         """Load `batch`, derive its traces' runs, move the mark. False: closing before it could."""
         started = time.monotonic()
-        inserted = received = logs = received_logs = scores = 0
+        inserted = received = logs = received_logs = scores = received_scores = 0
         touched: set[load.Trace] = set()
         new_logs: list[pa.Table] = []
         for item in batch:
@@ -326,9 +326,9 @@ class ClickHouseWriter:
                     received_logs += rows.num_rows
                     new_logs.append(fresh)
                 else:
-                    self._retrying("ClickHouse score insert", lambda r=rows, i=item: load.insert(
-                        self.connect(), self._db, SCORES, r, self._token(i, "scores")))
-                    scores += rows.num_rows
+                    scores += self._retrying("ClickHouse score insert", lambda r=rows, i=item: load.load_scores(
+                        self.connect(), self._db, r, self._token(i, "scores")))
+                    received_scores += rows.num_rows
             except Exception as exc:  # noqa: BLE001
                 if environmental(exc):
                     return False  # closing: stays in the spool
@@ -351,7 +351,7 @@ class ClickHouseWriter:
             delete_segments_before(self._spool_dir, segment)
             self._deleted_before = segment
         result = LoadResult(received=received, inserted=inserted, logs_received=received_logs, logs_inserted=logs,
-                            scores_received=scores, scores_written=scores)
+                            scores_received=received_scores, scores_written=scores)
         self._hooks.loaded(batch, result, time.monotonic() - started)
         with self._cond:
             self._loaded_upto = max(self._loaded_upto, batch[-1].seq)

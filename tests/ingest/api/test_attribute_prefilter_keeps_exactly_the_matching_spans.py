@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from tests.ingest.api.content_runs import ContentRun, ToolCall, emit
-from tests.ingest.api.harness import start_server, stop_server
+from tests.ingest.api.harness import BACKENDS, start_server, stop_server
 from tests.ingest.api.otlp_runs import T0, Emitter
 from tracer import conventions as c
 
@@ -35,9 +35,9 @@ CALLS: dict[str, tuple[str, dict[str, object]]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    server, stack, thread = start_server(tmp_path_factory.mktemp("prefilter"), [], 10.0)
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(request, tmp_path_factory):
+    server, stack, thread = start_server(tmp_path_factory.mktemp("prefilter"), [], 10.0, request.param)
     e = Emitter()
     ids: dict[str, str] = {}
     for i, (label, (tool, extra)) in enumerate(CALLS.items()):

@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 
 from dashboards.models import Trace
 from dashboards.trace_view import build_trace_view
+from tests.ingest.api.harness import BACKENDS
 from tracer import conventions as c
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "frameworks"
@@ -51,6 +52,7 @@ def test_fixtures_with_log_bodies_exist() -> None:
     assert {"agent_framework", "google_adk", "openai_v2_events", "openlit"} <= set(WITH_LOGS)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("framework", WITH_LOGS)
 def test_captured_log_events_stored_once_and_attached(start_ingest_server, framework: str) -> None:
     server = start_ingest_server(grpc_port=0)

@@ -20,7 +20,10 @@ import pytest
 from ingest.alerts.rules import AlertRule
 from ingest.config import ApiKey
 from ingest.evaluators.rules import EvaluatorRule
+from tests.ingest.api.harness import BACKENDS, not_ported
 from tests.ingest.api.otlp_runs import T0, Emitter, RunSpec
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # scopes hold on each store, 501 routes included
 
 KEYS = {
     "ingest_a": ("A", ["ingest"]),
@@ -57,6 +60,10 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
     )
     base = srv.http_url
     ids: dict[str, Any] = {}
+
+    def ported(segment: str) -> bool:
+        return not not_ported(srv.store, segment)
+
     for project, agent in (("A", "agent_of_project_a"), ("B", B_AGENT)):
         emitter = Emitter()
         runs = [emitter.run(RunSpec(agent=agent, start=T0 + timedelta(minutes=i), failing_tools=1, ok=i % 2 == 0,
@@ -66,29 +73,39 @@ def world(start_ingest_server: Callable[..., Any]) -> dict[str, Any]:
         r = httpx.post(base + "/v1/traces", content=emitter.request().SerializeToString(),
                        headers={"content-type": "application/x-protobuf", "x-api-key": SECRET[f"ingest_{project.lower()}"]})
         assert r.status_code == 200, r.text
-        approval = httpx.post(base + "/api/approvals", headers={"x-api-key": SECRET[f"ingest_{project.lower()}"]},
-                              json={"tool": f"refund_{project}", "arguments": {"amount": 1}})
-        assert approval.status_code == 201, approval.text
+        ids[project] = {"traces": [run.trace_id for run in runs], "approval": "no-approval", "view": "no-view",
+                        "backfill": "no-job"}
+        if ported("approvals"):
+            approval = httpx.post(base + "/api/approvals", headers={"x-api-key": SECRET[f"ingest_{project.lower()}"]},
+                                  json={"tool": f"refund_{project}", "arguments": {"amount": 1}})
+            assert approval.status_code == 201, approval.text
+            ids[project]["approval"] = approval.json()["approval_id"]
         key = SECRET[f"admin_{project.lower()}"]
         score = httpx.post(base + "/api/scores", headers={"x-api-key": key},
                            json={"name": f"score_of_project_{project.lower()}", "value": 1, "trace_id": runs[0].trace_id})
         assert score.status_code == 200, score.text
-        config = httpx.post(base + "/api/score-configs", headers={"x-api-key": key},
-                            json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
-        assert config.status_code == 200, config.text
-        dataset = httpx.post(base + "/api/datasets", headers={"x-api-key": key},
-                             json={"name": f"dataset_of_project_{project.lower()}", "trace_ids": [runs[0].trace_id]})
-        assert dataset.status_code == 200, dataset.text
-        view = httpx.post(base + "/api/views", headers={"x-api-key": key},
-                          json={"name": f"view of {project}", "page": "runs", "filter": f"agent = {agent}"})
-        assert view.status_code == 201, view.text
-        ids[project] = {"traces": [run.trace_id for run in runs], "approval": approval.json()["approval_id"],
-                        "view": view.json()["view_id"]}
-        job = httpx.post(base + f"/api/evaluators/evaluator-of-{project.lower()}/backfill", headers={"x-api-key": key})
-        assert job.status_code == 202, job.text
-        ids[project]["backfill"] = job.json()["job_id"]
+        if ported("score-configs"):
+            config = httpx.post(base + "/api/score-configs", headers={"x-api-key": key},
+                                json={"name": f"config_of_project_{project.lower()}", "data_type": "numeric"})
+            assert config.status_code == 200, config.text
+        if ported("datasets"):
+            dataset = httpx.post(base + "/api/datasets", headers={"x-api-key": key},
+                                 json={"name": f"dataset_of_project_{project.lower()}", "trace_ids": [runs[0].trace_id]})
+            assert dataset.status_code == 200, dataset.text
+        if ported("views"):
+            view = httpx.post(base + "/api/views", headers={"x-api-key": key},
+                              json={"name": f"view of {project}", "page": "runs", "filter": f"agent = {agent}"})
+            assert view.status_code == 201, view.text
+            ids[project]["view"] = view.json()["view_id"]
+        if ported("evaluators"):
+            job = httpx.post(base + f"/api/evaluators/evaluator-of-{project.lower()}/backfill",
+                             headers={"x-api-key": key})
+            assert job.status_code == 202, job.text
+            ids[project]["backfill"] = job.json()["job_id"]
     assert srv.store.wait_loaded(30)
     for project in ("A", "B"):  # each project's runs in its own queue (by backfill: they are stored)
+        if not ported("queues"):
+            break
         key, name = SECRET[f"admin_{project.lower()}"], f"queue_of_project_{project.lower()}"
         queue = httpx.post(base + "/api/queues", headers={"x-api-key": key},
                            json={"name": name, "score_configs": [f"config_of_project_{project.lower()}"]})
@@ -189,6 +206,12 @@ def _routes(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str,
     }
 
 
+def _segment(template: str) -> str:
+    """The first path segment under /api ("" for the routes outside it)."""
+    parts = template.split("/")
+    return parts[2] if len(parts) > 2 and parts[1] == "api" else ""
+
+
 def _allowed(scope: str, key: str) -> bool:
     held = set(KEYS[key][1])
     implied = {"admin": {"ingest", "read", "admin", "annotate"},
@@ -220,8 +243,15 @@ def test_each_key_gets_its_scope_and_never_another_projects_data(world: dict[str
         if key is None:
             assert r.status_code == 401, where
             continue
+        if not_ported(world["srv"].store, _segment(template)):  # not on this store yet: nothing of B leaks
+            if KEYS[key][0] == "A":
+                assert not [m for m in markers if m in r.text], where
+            continue
         if not _allowed(scope, key):
             assert r.status_code == 403, f"{where}: {r.status_code} {r.text[:200]}"
+            continue
+        if r.status_code == 501 and world["srv"].store.name == "clickhouse":  # a query not ported yet
+            assert "not available on the clickhouse store yet" in r.text, where
             continue
         assert r.status_code < 500, f"{where}: {r.status_code} {r.text[:300]}"
         if KEYS[key][0] == "A":
@@ -231,9 +261,11 @@ def test_each_key_gets_its_scope_and_never_another_projects_data(world: dict[str
             assert not leaked, f"{where} answered project B's {leaked}"
             if "{" in template or template == "/api/diff":  # B's trace / approval / view by id: as if absent
                 assert r.status_code == 404, f"{where}: {r.status_code}"
-    if key is not None and KEYS[key][0] == "A":  # approve/reject/expire above all went to B's approval
+    if key is not None and KEYS[key][0] == "A" and not not_ported(world["srv"].store, "approvals"):
+        # approve/reject/expire above all went to B's approval
         b_approval = _call(world, "GET", f"/api/approvals/{world['ids']['B']['approval']}", "admin_b").json()
         assert b_approval["status"] == "pending"
+    if key is not None and KEYS[key][0] == "A" and not not_ported(world["srv"].store, "views"):
         b_view = _call(world, "GET", f"/api/views/{world['ids']['B']['view']}", "admin_b")
         assert b_view.status_code == 200 and b_view.json()["name"] == "view of B"  # A's PUT/DELETE changed nothing
 
@@ -245,6 +277,14 @@ def test_operator_sees_every_project_and_admin_only_its_own(world: dict[str, Any
 
     assert agents("operator") == {"agent_of_project_a", B_AGENT}
     assert agents("admin_a") == agents("read_a") == {"agent_of_project_a"}
+    store = world["srv"].store
+    assert "steplens_spans_stored" in _call(world, "GET", "/metrics", "operator").text
+    names = {s["name"] for s in _call(world, "GET", "/api/scores", "operator").json()["scores"]}
+    assert {"score_of_project_a", "score_of_project_b"} <= names
+    assert {s["name"] for s in _call(world, "GET", "/api/scores", "read_a").json()["scores"]} <= {
+        "score_of_project_a", "helpful"}
+    if not_ported(store, "alerts") or not_ported(store, "approvals"):
+        return
     rules = {r["rule"]["name"] for r in _call(world, "GET", "/api/alerts", "operator").json()["rules"]}
     assert rules == {"rule-of-a", "rule-of-b", "rule-of-everyone"}
     rules_a = {r["rule"]["name"] for r in _call(world, "GET", "/api/alerts", "admin_a").json()["rules"]}
@@ -256,8 +296,3 @@ def test_operator_sees_every_project_and_admin_only_its_own(world: dict[str, Any
     assert _call(world, "POST", f"/api/approvals/{a_approval}/approve", "admin_b").status_code == 404
     decided = _call(world, "POST", f"/api/approvals/{a_approval}/approve", "admin_a")
     assert decided.status_code == 200 and decided.json()["status"] == "approved"
-    assert "steplens_spans_stored" in _call(world, "GET", "/metrics", "operator").text
-    names = {s["name"] for s in _call(world, "GET", "/api/scores", "operator").json()["scores"]}
-    assert {"score_of_project_a", "score_of_project_b"} <= names
-    assert {s["name"] for s in _call(world, "GET", "/api/scores", "read_a").json()["scores"]} <= {
-        "score_of_project_a", "helpful"}

@@ -12,10 +12,13 @@ from kernel.agent import Agent
 from kernel.budgets import Budget
 from kernel.handoff import HandoffPolicy
 from kernel.llm import ScriptedLLM
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.sql_helpers import rows
 from tests.support.scripted_runs import act, add, final
 from tracer import conventions as c
 from tracer.conventions import HandoffReason, StopReason
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 POLICY = HandoffPolicy(target="tier-2", escalation_tool="transfer_to_human")
 

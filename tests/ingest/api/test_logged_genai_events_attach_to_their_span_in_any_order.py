@@ -16,8 +16,11 @@ from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
+from tests.ingest.api.harness import BACKENDS
 from tests.support.genai_logs import ANSWER_TEXT, USER_TEXT, chat_with_events, log_provider
 from tracer import conventions as c
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 EVENTS = [c.GEN_AI_EVENT_SYSTEM_MESSAGE, c.GEN_AI_EVENT_USER_MESSAGE, c.GEN_AI_EVENT_CHOICE,
           c.GEN_AI_EVENT_EVALUATION_RESULT]

@@ -7,6 +7,7 @@ as `steplens.loop_guard` events with their rule."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 import tracer
 from kernel.agent import Agent
@@ -14,9 +15,12 @@ from kernel.llm import ScriptedLLM
 from kernel.loop_guard import LoopGuard
 from kernel.policy import DenyAll
 from kernel.tools import tool
+from tests.ingest.api.harness import BACKENDS
 from tests.support.scripted_runs import act, add, final
 from tracer import conventions as c
 from tracer.conventions import GuardRule, StepKind
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 @tool(side_effect=True)

@@ -15,7 +15,7 @@ import pytest
 
 from ingest.config import Settings
 from tests.ingest.api.analytics_runs import TEST_PRICES, Chat, Run, RunEmitter, Step, Tool
-from tests.ingest.api.harness import Server
+from tests.ingest.api.harness import BACKENDS, Server, backend_settings, not_ported
 from tests.ingest.conftest import _ServerThread
 from tracer import conventions as c
 
@@ -61,13 +61,13 @@ def _selected(runs: list[Run], modes: set[str] | None) -> list[Run]:
     return [r for r in runs if modes is None or (r.mode or "live") in modes]
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Any:
+@pytest.fixture(scope="module", params=BACKENDS)
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp: Path = tmp_path_factory.mktemp("modes")
     prices = tmp / "prices.toml"
     prices.write_text(TEST_PRICES, encoding="utf-8")
     thread = _ServerThread(Settings(db=tmp / "steplens.duckdb", host="127.0.0.1", grpc_port=0, price_file=prices,
-                                    alerts=RULES))
+                                    alerts=RULES, **backend_settings(tmp, request.param)))
     running = thread.start()
     try:
         server = Server(running.http_url, running.store, running.settings)
@@ -146,6 +146,8 @@ FAMILIES: dict[str, Check] = {
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_aggregate_counts_exactly_the_asked_modes(loaded: Any, family: str) -> None:
     server, runs = loaded
+    if not_ported(server.store, family):
+        pytest.skip(f"/api/{family} answers 501 on this store")
     for mode, modes in SELECTIONS.items():
         selected = _selected(runs, modes)
         assert selected, mode
@@ -155,6 +157,8 @@ def test_every_aggregate_counts_exactly_the_asked_modes(loaded: Any, family: str
 def test_unknown_mode_is_422_naming_it(loaded: Any) -> None:
     server, _ = loaded
     for path in ("/api/overview", "/api/runs", "/api/tools", "/api/cost", "/api/regressions"):
+        if not_ported(server.store, path.split("/")[2]):
+            continue
         response = server.get(path, mode="live,canary")
         assert response.status_code == 422, (path, response.text)
         assert "canary" in response.text
@@ -171,6 +175,8 @@ def test_eval_runs_listed_by_their_evaluation_id_without_a_mode(loaded: Any) -> 
 
 def test_alert_rules_judge_only_the_modes_they_name(loaded: Any) -> None:
     server, runs = loaded
+    if not_ported(server.store, "alerts"):
+        pytest.skip("/api/alerts answers 501 on this store")
     assert max(len(r.steps) for r in _selected(runs, {"live"})) < 3.5 < min(len(r.steps) for r in _selected(runs, {"eval"}))
     with server.client() as client:
         check = client.post("/api/alerts/check")

@@ -13,9 +13,13 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import T0, RunSpec
 from tests.ingest.scores.conftest import post_scores, send_runs
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 DAY = timedelta(days=1)
 

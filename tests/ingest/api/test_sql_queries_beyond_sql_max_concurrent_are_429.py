@@ -14,8 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.sql_helpers import post_sql, send_runs
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 BOMB = "SELECT count(*) FROM spans a, spans b, spans c, spans d, spans e, spans f, spans g"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tracer import conventions as c
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "frameworks"
@@ -28,6 +29,7 @@ def _runs(server, expression: str) -> set[str]:
     return {run["trace_id"] for run in r.json()["runs"]}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("framework", KEYS)
 def test_attribute_filter_on_the_frameworks_own_key(server, framework):
     manifest = json.loads((FIXTURES / framework / "manifest.json").read_text())

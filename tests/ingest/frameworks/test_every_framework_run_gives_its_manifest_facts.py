@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.ingest.api.harness import BACKENDS
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "frameworks"
 MANIFESTS = sorted(FIXTURES.glob("*/manifest.json"))
 FACTS = ("agent", "version", "ok", "stop_reason", "steps", "llm_calls", "tool_calls", "tool_errors",
@@ -67,6 +69,7 @@ def _facts(run: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
     return got
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("manifest", _params())
 def test_manifest_runs(server, manifest: Path) -> None:
     spec = json.loads(manifest.read_text())

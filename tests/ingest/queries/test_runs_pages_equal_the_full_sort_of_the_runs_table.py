@@ -9,6 +9,9 @@ in shuffled order across many row groups, are paged with a cursor in every sort 
 without filters and a filter expression; each page must equal the same page of one full sort
 (`ORDER BY COALESCE(key, sentinel), trace_id, project` over the whole table, what the query was
 before), and the cursors must walk every run exactly once.
+
+DuckDB only: DuckDB's two-statement threshold window (both stores:
+tests/ingest/api/test_runs_paging_never_skips_or_duplicates.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from tests.ingest.api.harness import BACKENDS
+
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
@@ -57,6 +59,7 @@ def _send(server, transport: str, req: ExportTraceServiceRequest, otlp_json) -> 
     return ExportTraceServiceResponse.FromString(r.content)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("transport", ["protobuf", "json", "grpc"])
 def test_all_zero_parent_becomes_a_root_reported_as_a_warning(start_ingest_server, otlp_json, transport) -> None:
     server = start_ingest_server()

@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from tests.ingest.api.harness import BACKENDS
 from tracer import conventions as c
 
 MIB = 1024 * 1024
@@ -98,6 +99,7 @@ def server(start_ingest_server):
     return start_ingest_server()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("size_mib", [12, 60])
 def test_huge_attribute_is_truncated_with_a_mark_and_the_other_spans_stored(server, size_mib: int) -> None:
     tid = os.urandom(16)
@@ -203,6 +205,7 @@ def test_json_body_is_cut_too(server, otlp_json) -> None:
     assert _trace(server, tid)["big"]["attributes"][c.INGEST_TRUNCATED] == {"payload": 3 * MIB}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_name_event_and_resource_values_are_cut_and_marked_too(server) -> None:
     tid = os.urandom(16)
     span = Span(

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ingest.auth import presented_key
 from ingest.config import ApiKey
+from tests.ingest.api.harness import BACKENDS
 
 langfuse = pytest.importorskip("langfuse")
 
@@ -43,6 +44,7 @@ def _rows(server, trace_hex: str) -> dict[str, dict]:
         return {row[columns.index("name")]: dict(zip(columns, row, strict=True)) for row in result.fetchall()}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_langfuse_sdk_run_is_stored_and_mapped(keyed_server) -> None:
     client = langfuse.Langfuse(
         public_key="pk-lf-anything",

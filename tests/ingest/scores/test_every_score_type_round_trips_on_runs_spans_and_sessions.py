@@ -11,9 +11,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.otlp_runs import RunSpec
 from tests.ingest.scores.conftest import get_scores, post_scores, send_runs
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 AT = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.scores.conftest import get_scores, post_scores
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 AT = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
 TRACE = "abcdef0123456789abcdef0123456789"
@@ -69,12 +74,13 @@ def test_newer_replaces_older_ignored_retry_once(scores_server: Any) -> None:
 
 def test_replacement_holds_across_a_restart(start_ingest_server: Any, tmp_path: Any) -> None:
     db = tmp_path / "restart" / "steplens.duckdb"
-    srv = start_ingest_server(grpc_port=0, db=db)
+    same = {"db": db, "clickhouse_url": f"chdb://{tmp_path / 'restart' / 'clickhouse'}"}  # the url: on ClickHouse
+    srv = start_ingest_server(grpc_port=0, **same)
     score = {"name": "verdict", "value": "right", "trace_id": TRACE, "created_at": AT.isoformat()}
     assert post_scores(srv.http_url, score).status_code == 200
     assert srv.store.wait_loaded(10)
     srv.store.stop()  # the first server's store closes; a new one opens the same files
-    again = start_ingest_server(grpc_port=0, db=db)
+    again = start_ingest_server(grpc_port=0, **same)
     assert post_scores(again.http_url, {**score, "value": "old", "created_at": (AT - timedelta(days=1)).isoformat()}
                        ).status_code == 200
     assert post_scores(again.http_url, {**score, "value": "newest", "created_at": (AT + timedelta(days=1)).isoformat()}

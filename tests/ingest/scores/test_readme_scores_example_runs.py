@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.scores.conftest import get_scores
 from tests.support.readme import python_blocks, run_example
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def test_readme_scores_example_runs(scores_server: Any) -> None:

@@ -9,8 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.scores.conftest import get_scores, post_scores
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def _batch(n: int, name: str) -> list[dict[str, Any]]:

@@ -8,6 +8,9 @@ reader, not as a DuckDB error; it went unhandled and the answer broke off as a 5
 Run on a real DuckDB through `ingest.sql.run.start`, with the statement built by hand: the checker
 (ingest/sql/check.py) rightly refuses `range()`, and a real server's views would need millions of
 stored spans to stream past DuckDB's read-ahead.
+
+DuckDB only: on ClickHouse the answer is computed whole before it streams (design.md §4), so an
+error ends it before the first row.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from steplens.cli import app
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.api.sql_helpers import RUNS, post_sql, send_runs
 
 QUERY = "SELECT agent, count(*) AS runs, sum(steps) AS steps FROM runs GROUP BY agent ORDER BY agent"
@@ -41,6 +42,7 @@ def _expected() -> list[list[Any]]:
     return [[agent, *counts] for agent, counts in sorted(by_agent.items())]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_table_csv_and_json(api: str) -> None:
     result = CliRunner().invoke(app, ["sql", QUERY, "--api", api])
     assert result.exit_code == 0, result.output
@@ -62,6 +64,7 @@ def test_table_csv_and_json(api: str) -> None:
     assert json.loads(result.stdout)["rows"] == _expected()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_limit_cut_is_noted_refusal_is_exit_1(api: str) -> None:
     result = CliRunner().invoke(app, ["sql", "SELECT span_id FROM spans", "--limit", "2", "--api", api])
     assert result.exit_code == 0, result.output

@@ -1,4 +1,4 @@
-"""Run as a subprocess by the kill -9 test: a SpanStore under concurrent load, printing each
+"""Run as a subprocess by the kill -9 test: a store under concurrent load, printing each
 acknowledged request's trace ids (`ACK tid ...`) the moment `submit_blocking` returns.
 
 Ids are deterministic per (seed, request number), and each run first re-sends requests of the
@@ -24,7 +24,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from ingest.config import Settings
 from ingest.scores.model import ScoreIn
 from ingest.scores.submit import submit_scores_blocking
-from ingest.store import SpanStore
+from ingest.store.backend import open_store
 from tests.ingest.store.otlp_build import agent_run, request
 from tracer import conventions as c
 
@@ -74,7 +74,8 @@ def main() -> None:
     db, seed = Path(sys.argv[1]), int(sys.argv[2])
     with_logs = sys.argv[3:] == ["logs"]
     with_scores = sys.argv[3:] == ["scores"]
-    store = SpanStore(Settings(db=db, commit_interval_ms=2, load_batch_spans=3000))
+    # the store: STEPLENS_STORE / STEPLENS_CLICKHOUSE_URL in the environment (DuckDB unless a test says)
+    store = open_store(Settings(db=db, commit_interval_ms=2, load_batch_spans=3000))
     store.start()
     print("READY", flush=True)
     lock = threading.Lock()

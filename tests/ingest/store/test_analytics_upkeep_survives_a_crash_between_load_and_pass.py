@@ -1,7 +1,10 @@
 """A load commits its spans and the list of traces awaiting analytics upkeep together; the upkeep pass
 runs later. A crash in between (the staged spans, kept in memory, are gone) must not leave those
 traces' tool costs, model usage or replanning rows missing: the next start recomputes them from the
-stored spans, and they equal what an uninterrupted server computed."""
+stored spans, and they equal what an uninterrupted server computed.
+
+DuckDB only: its upkeep pass runs after the load; ClickHouse derives runs in the load itself (crash:
+tests/ingest/store/clickhouse/test_kill_9_server_keeps_every_acked_span_once.py)."""
 
 from __future__ import annotations
 

@@ -5,10 +5,12 @@ HTTP through the real server; and the pieces never hold more than about the queu
 from __future__ import annotations
 
 import httpx
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from ingest.store.split import PIECE_SPANS, pieces
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import T0, ns
 
 MIB = 1024 * 1024
@@ -29,6 +31,7 @@ def minimal_spans(n: int, traces: int = 300) -> ExportTraceServiceRequest:
     return ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ss])])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_body_bigger_than_queue_stored_in_full_not_503(start_ingest_server) -> None:
     server = start_ingest_server(queue_max_bytes=2 * MIB)
     body = minimal_spans(SPANS).SerializeToString()

@@ -1,7 +1,9 @@
 """With DuckDB's 122,880-row groups, a checkpoint under load rewrote the partly filled row group the
 previous one left, and every few checkpoints one took seconds while every load waited. The server
 attaches its file with small row groups (duckdb_row_group_size) and checkpoints once per row group of
-new spans; the file stays an ordinary DuckDB database."""
+new spans; the file stays an ordinary DuckDB database.
+
+DuckDB only: row groups and checkpoints are DuckDB's file format."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """DuckDB's automatic checkpoint ran inside whichever load COMMIT crossed the WAL threshold, stalling
 that load by 0.5-0.9 s under load. The writer turns it off and checkpoints itself when idle (or at a
-hard WAL cap); these tests pin that down on a real database file."""
+hard WAL cap); these tests pin that down on a real database file.
+
+DuckDB only: WAL checkpoints are DuckDB's file format."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from ingest.errors import StorageUnavailable
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
 from tests.support.tmpfs import fill, small_tmpfs
 
@@ -40,6 +41,7 @@ def _stored(store) -> dict[str, int]:
         return dict(cur.execute("SELECT trace_id, count(*) FROM spans GROUP BY trace_id").fetchall())
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_spool_disk_full_503_retry_after_then_ready_again(start_ingest_server, tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "spooldisk", 4 * MIB) as disk:
         server = start_ingest_server(spool_dir=disk / "spool")

@@ -1,7 +1,10 @@
 """Transient vs poison: an environmental failure (out of memory, a full disk, I/O, the aborted
 transaction that follows an out-of-memory) is retried with backoff and the record is stored once
 the environment recovers; only a record that fails on its own is dead-lettered. One test per class
-of the table in ingest/store/failures.py, each with the error DuckDB or the OS really raises."""
+of the table in ingest/store/failures.py, each with the error DuckDB or the OS really raises.
+
+DuckDB only: it raises the errors DuckDB's writer meets (ClickHouse's:
+tests/ingest/store/clickhouse/test_clickhouse_unreachable_answers_503_and_resumes.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """A store that kept hand-off runs before the runs table had hand-off columns gets them from the run
 spans once, when the server upgrades it: the runs rows and /api/overview's hand-off rate equal what
-a fresh store computes at load time."""
+a fresh store computes at load time.
+
+DuckDB only: it migrates an older DuckDB file."""
 
 from __future__ import annotations
 

@@ -7,30 +7,39 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ingest.config import Settings
-from ingest.store import SpanStore
+from ingest.store.backend import open_store
+from tests.ingest.api.harness import BACKENDS, backend_settings
 from tests.ingest.store.crash_writer import score_for
 from tests.ingest.store.test_kill_9_loses_no_acknowledged_span import _run_and_kill
 
 
-def test_kill_9_keeps_every_acked_score_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kill_9_keeps_every_acked_score_once(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "crash.duckdb"
+    on_store = backend_settings(tmp_path, backend)
+    for name, value in on_store.items():  # the crash writer's Settings read them from its environment
+        monkeypatch.setenv(f"STEPLENS_{name.upper()}", value)
     acked: set[str] = set()
     replayed = []
     for seed, kill_after in enumerate([30, 5, 80]):
         acked |= _run_and_kill(db, seed, kill_after, 90, "scores")  # 90 s: a start on a loaded machine
-        store = SpanStore(Settings(db=db))
+        store = open_store(Settings(db=db, **on_store))
         store.start()
         try:
             assert store.wait_loaded(60)
             replayed.append(store.stats().replayed_records)
-            with store.read() as cur:
+            with store.read() as cur:  # (ClickHouse reads FINAL: a duplicate would show as a lost value)
                 dupes = cur.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM scores GROUP BY project, score_id HAVING count(*) > 1)"
                 ).fetchone()[0]
-                per_trace = dict(cur.execute(
-                    "SELECT trace_id, list(value_numeric) FROM scores WHERE name = 'quality' GROUP BY trace_id"
-                ).fetchall())
+                per_trace: dict[str, list[float]] = {}
+                for trace_id, value in cur.execute(
+                    "SELECT trace_id, value_numeric FROM scores WHERE name = 'quality'"
+                ).fetchall():
+                    per_trace.setdefault(trace_id, []).append(value)
         finally:
             store.stop()
         assert dupes == 0

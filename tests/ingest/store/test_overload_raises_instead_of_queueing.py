@@ -9,9 +9,11 @@ import pytest
 
 from ingest.errors import Overloaded
 from ingest.normalize import spans_table
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_tiny_queue_overloads(open_store) -> None:
     store = open_store(queue_max_bytes=100, retry_after_s=2)
     root, kids = agent_run(steps=2)
@@ -56,6 +58,7 @@ async def test_queue_full_while_loader_is_busy_then_frees_up(open_store) -> None
     await store.submit("p", request([root, *kids]))  # room again
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_stopped_store_refuses_with_overloaded(open_store) -> None:
     store = open_store()
     store.stop()

@@ -1,6 +1,8 @@
 """A database that stored plan-and-execute runs before schema version 5 gets its plan_spans rows
 (attributes and replanner usage) once, when the server upgrades it, so /api/replanning covers its
-history too and equals what a fresh database computes at load time."""
+history too and equals what a fresh database computes at load time.
+
+DuckDB only: it migrates an older DuckDB file."""
 
 from __future__ import annotations
 

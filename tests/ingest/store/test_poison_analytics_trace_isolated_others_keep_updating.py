@@ -2,7 +2,10 @@
 takes, written past normalization, so no input clamping can hide the failure) must not freeze the
 analytics of every other trace and project: it is set aside with a reason and a count, retried
 alone with backoff (no tight loop, no log flood), and stays set aside across a restart while
-project A's tool and cost analytics keep updating."""
+project A's tool and cost analytics keep updating.
+
+DuckDB only: it drives DuckDB's upkeep pass (ingest/store/upkeep.py) with a value only DuckDB's
+DECIMAL refuses."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """A store that kept gray-release runs before the runs table had release columns gets them from the
 run spans once, when the server upgrades it: release name, cohort and a shadow's primary trace equal
-what a fresh store computes at load time."""
+what a fresh store computes at load time.
+
+DuckDB only: it migrates an older DuckDB file."""
 
 from __future__ import annotations
 

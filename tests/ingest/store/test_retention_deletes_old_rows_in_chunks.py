@@ -5,7 +5,12 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
+from tests.ingest.api.harness import BACKENDS
 from tests.ingest.store.otlp_build import agent_run, request
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)  # the same contract on each store
 
 
 def _counts(store) -> tuple[int, int]:
@@ -26,6 +31,11 @@ async def _load(store, days_ago: list[float]) -> None:
 async def test_sweep_deletes_only_old_rows_in_chunks(open_store) -> None:
     store = open_store(store_kwargs={"retention_chunk_rows": 4}, retention_days=7)
     await _load(store, [30, 20, 10, 8, 1, 0.01])
+    if store.name != "duckdb":  # ClickHouse's TTL drops rows already expired when they are written
+        assert _counts(store) in ((42, 6), (14, 2))
+        assert store.sweep_retention(timeout=20) in (0, 4 * 7)
+        assert _counts(store) == (14, 2)
+        return  # the chunks and the expiry counters below are the DuckDB sweep's
     assert _counts(store) == (42, 6)
     deleted = store.sweep_retention(timeout=20)
     assert deleted == 4 * 7  # the four runs older than 7 days, 7 spans each, removed 4 rows a chunk

@@ -1,7 +1,9 @@
 """A store written before the run's mode reached the analytics rows had tool_calls, tool_carry,
 run_models and tool_rollup without it: after the migration, every stored row carries its run's mode
 (so /api/tools and /api/cost filter eval and shadow runs out of stores that already held them) and
-the rollup, rebuilt with mode as a key, equals one built from scratch."""
+the rollup, rebuilt with mode as a key, equals one built from scratch.
+
+DuckDB only: it migrates an older DuckDB file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""An older database is upgraded at start, each migration exactly once, recorded as index + 1."""
+"""An older database is upgraded at start, each migration exactly once, recorded as index + 1.
+
+DuckDB only: DuckDB's migrations (ClickHouse's schema:
+tests/ingest/store/clickhouse/test_schema_matches_duckdb_and_cluster_ddl_is_well_formed.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""One slow query cannot hang the API: a read cursor is interrupted after `query_timeout_s`."""
+"""One slow query cannot hang the API: a read cursor is interrupted after `query_timeout_s`.
+
+DuckDB only: DuckDB's interrupt of a cursor (both stores:
+tests/ingest/api/test_slow_query_is_cut_off_with_504.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Runs an async task's runner started carry their task's id in the runs rows: `GET /api/runs?task_id=`
 lists exactly that task's run, a run outside any task has none. A store that kept such runs before
-the runs table had the column gets it from the run spans once, when the server upgrades it."""
+the runs table had the column gets it from the run spans once, when the server upgrades it.
+
+DuckDB only: it migrates an older DuckDB file."""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ loaded whole, and cut into small batches shuffled across traces (children before
 after the tool they chose). For each store and several filters, /api/tools' query must equal the
 direct aggregate over tool_calls/tool_carry (what the query did before the rollup), and the rollup
 table must equal one rebuilt from scratch.
+
+DuckDB only: ClickHouse keeps no tool rollup (its queries aggregate tool_calls; design.md §3).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ failing that way is now split like a poison one: the trace that fails alone is s
 with backoff; everything else is upkept.
 
 Real parts: the full server on a real DuckDB with the default memory limit, real OTLP bodies.
+
+DuckDB only: DuckDB's upkeep memory limit.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ reads runs only around that instant. That must hold when later batches move the 
 (an earlier span arriving late, a root ending later), for the same trace id in two projects, and
 when the index row is missing (the fallback scan); unknown ids find nothing. The run's exact
 span extent then fetches the whole trace.
+
+DuckDB only: DuckDB's trace index (ClickHouse finds a trace by its ordering key).
 """
 
 from __future__ import annotations
