@@ -18,7 +18,6 @@ from ingest.api.spans import filter_or_400, search_503
 from ingest.auth import Principal, require_scope
 from ingest.filters.compile import span_predicate
 from ingest.filters.parse import MAX_FILTER_CHARS
-from ingest.search import pending
 from ingest.search.hits import HitTables
 from ingest.search.index import Hit, SearchIndex, documents_in, from_us, segments
 from ingest.search.indexer import META_BUILT_AT, META_REBUILD_NEXT
@@ -88,7 +87,7 @@ class ReindexAnswer(BaseModel):
 
 
 def index_status(store: Any, cur: Any, projects: frozenset[str] | None) -> IndexStatus:
-    count, oldest = pending.lag(cur, projects)
+    count, oldest = queries_of(store).search.lag(cur, projects)
     index: SearchIndex = store.search_index
     meta = index.meta()
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -127,10 +126,12 @@ def add_search_routes(
         projects = access.narrow(params.project)
         index: SearchIndex = store.search_index  # type: ignore[attr-defined]
         wanted = min(MAX_CANDIDATES, params.limit * CANDIDATES_PER_RESULT * (4 if node is not None else 1))
-        with search_503():
-            hits = _best_per_span(index.search(params.q, projects, params.since, params.until, limit=wanted))
+        hits: list[Hit] = []
 
         def read(cur: Any) -> tuple[dict, IndexStatus]:
+            # inside the read, so a store whose index is its own tables (ClickHouse) answers its
+            # timeouts and outages like every read (504/503)
+            hits.extend(_best_per_span(index.search(params.q, projects, params.since, params.until, limit=wanted)))
             tables = HitTables(cur, index, projects, params.since, params.until)
             try:
                 predicate = None if node is None else span_predicate(
@@ -163,8 +164,10 @@ def add_search_routes(
     def post_reindex(principal: Annotated[Principal, Depends(require_scope("operator"))]) -> ReindexAnswer:
         indexer = store.search_indexer  # type: ignore[attr-defined]
         try:
-            store.run_write(lambda conn: indexer.start_rebuild(conn)).result(timeout=60)  # type: ignore[attr-defined]
+            indexer.request_rebuild(store).result(timeout=60)
         except TimeoutError as exc:
             raise HTTPException(503, "the writer is busy: retry the reindex shortly", headers={"Retry-After": "5"}) from exc
+        except ConnectionError as exc:  # the store cannot be reached (ClickHouse down)
+            raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from exc
         return ReindexAnswer(started=True, index=run_read(store, lambda cur: index_status(store, cur, None), timeout_s))
 

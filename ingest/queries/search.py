@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from ingest.filters.compile import Sql
+from ingest.search import pending
 from ingest.search.index import Hit
 
 _FACTS = (
@@ -45,3 +46,8 @@ def span_facts(cur: duckdb.DuckDBPyConnection, hits: list[Hit], predicate: Sql |
     finally:
         cur.unregister("search_result_keys")
     return {(r["project"], r["trace_id"], r["span_id"]): r for r in rows}
+
+
+def lag(cur: duckdb.DuckDBPyConnection, projects: frozenset[str] | None) -> tuple[int, datetime | None]:
+    """(spans waiting for the index, queued time of the oldest) among readable projects."""
+    return pending.lag(cur, projects)

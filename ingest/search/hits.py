@@ -14,7 +14,6 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
-from ingest.errors import NotAvailable
 from ingest.filters.compile import SearchHits
 from ingest.search.index import SearchIndex
 
@@ -33,13 +32,6 @@ class HitTables:
         self.truncated = False  # some term had more matches than MAX_FILTER_HITS
 
     def __call__(self, text: str) -> SearchHits | None:
-        if not hasattr(self.cur, "register"):
-            # the index is fed inside DuckDB's load transaction (ingest/search/pending.py); the
-            # ClickHouse writer does not feed it, so its answer would be silently empty
-            raise NotAvailable(
-                "search() is not available on the clickhouse store yet: the search index is fed by the "
-                "duckdb store only; filter without search() or use store=duckdb"
-            )
         hits = self.index.search(text, self.projects, self.since, self.until, limit=MAX_FILTER_HITS, snippets=False)
         if not hits:
             return None

@@ -62,10 +62,18 @@ def from_us(us: int) -> datetime:
     return EPOCH + timedelta(microseconds=us)
 
 
+def query_words(text: str) -> list[str]:
+    """The query grammar, one for every store: the words of user text (whitespace separated, at most
+    MAX_QUERY_WORDS), each one phrase that must occur in the document. Operators, quotes and column
+    filters in the text are just words. Each store's target turns the words into its own query:
+    `query_expression` (FTS5 here), ingest/store/clickhouse/queries/search.py (ClickHouse)."""
+    return [w for w in _CONTROL.sub(" ", text).split() if w.strip()][:MAX_QUERY_WORDS]
+
+
 def query_expression(text: str) -> str | None:
     """An FTS5 MATCH expression for user text: every word a quoted phrase, all of them required.
-    None when the text has no words. Operators, quotes and column filters in the text are just words."""
-    words = [w for w in _CONTROL.sub(" ", text).split() if w.strip()][:MAX_QUERY_WORDS]
+    None when the text has no words."""
+    words = query_words(text)
     if not words:
         return None
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)

@@ -16,7 +16,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future
 from datetime import timedelta
+from typing import Any
 
 import duckdb
 
@@ -120,6 +122,10 @@ class SearchIndexer:
         if fresh or (META_BUILT_AT not in meta and META_REBUILD_NEXT not in meta):
             return self.start_rebuild(conn, clear=False)
         return meta
+
+    def request_rebuild(self, store: Any) -> Future[dict[str, str]]:
+        """`start_rebuild` on the store's writer thread (the index's only writer); the API waits on it."""
+        return store.run_write(self.start_rebuild)
 
     def start_rebuild(self, conn: duckdb.DuckDBPyConnection, clear: bool = True) -> dict[str, str]:
         """Index every stored span again, from the oldest (`steplens search reindex`)."""

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.normalize import SPANS_SCHEMA
+from ingest.store.clickhouse import search_load
 from ingest.store.clickhouse.cursor import naive_utc
 from ingest.store.clickhouse.schema import ANALYTICS_TABLES, LOG_RECORDS, RUNS, SCORES, SPANS, Table
 from ingest.store.clickhouse.transport import Transport
@@ -112,6 +113,7 @@ def load_spans(transport: Transport, database: str, rows: pa.Table, token: str) 
     Every trace of the record is returned, inserted or not, so a replay re-derives its runs."""
     traces = _traces(rows)
     fresh = new_spans(rows, stored_span_keys(transport, database, traces))
+    search_load.load_docs(transport, database, fresh, token)  # before the spans: see search_load.py
     insert(transport, database, SPANS, fresh, token)
     return fresh.num_rows, traces
 

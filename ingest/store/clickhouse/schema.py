@@ -327,4 +327,11 @@ def migrations(database: str, cluster: str | None = None) -> list[list[str]]:
     analytics: list[str] = []
     for table in ANALYTICS_TABLES:
         analytics += create_table(table, database, cluster)
-    return [first, analytics]
+    return [first, analytics, search_migration(database, cluster)]
+
+
+# Tables of other parts, in modules of their own (imported last: they build on the helpers above;
+# the package's __init__ imports this module first, so either import order works).
+from ingest.store.clickhouse.schema_search import SEARCH_TABLES, search_migration  # noqa: E402
+
+TABLES = (*TABLES, *SEARCH_TABLES)

@@ -20,6 +20,7 @@ from ingest.normalize.process import NormalizePool
 from ingest.store.backend import CLICKHOUSE_QUERIES
 from ingest.store.clickhouse.cursor import ClickHouseCursor
 from ingest.store.clickhouse.migrate import migrate
+from ingest.store.clickhouse.search_index import ClickHouseSearchIndex, ClickHouseSearchRebuild
 from ingest.store.clickhouse.transport import Transport, open_transport
 from ingest.store.clickhouse.writer import ClickHouseWriter, read_position
 from ingest.store.committer import GroupCommitter
@@ -37,6 +38,15 @@ class ClickHouseStore(SpanStore):
 
     name = "clickhouse"
     queries = CLICKHOUSE_QUERIES
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # full-text search lives in ClickHouse too (search_docs), so every api node answers the same
+        self.search_index = ClickHouseSearchIndex(self.read)  # type: ignore[assignment]
+        self.search_indexer = ClickHouseSearchRebuild(  # type: ignore[assignment]
+            lambda: self._writer.transport if self._writer is not None else None,  # type: ignore[attr-defined]
+            self.settings.clickhouse_database,
+        )
 
     def _connect(self) -> Transport:
         """A connection to ClickHouse with the schema migrated (the writer calls it until it works)."""
@@ -109,6 +119,7 @@ class ClickHouseStore(SpanStore):
         with self._lock:
             self._accepting = True
         self._started = True
+        self.search_indexer.resume_if_needed()
 
     def stop(self) -> None:
         """Stop accepting, fsync what is queued, load everything acknowledged, close."""
@@ -121,6 +132,7 @@ class ClickHouseStore(SpanStore):
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        self.search_indexer.close()
         self._writer.close()
         transport = self._writer.transport  # type: ignore[attr-defined]
         if transport is not None:

@@ -533,7 +533,7 @@ class ClickHouseWriter:
         spans = int(old.column(0)[0].as_py())
         for table, column in (("spans", "start_time"), ("runs", "coalesce(start_time, span_start, updated_at)"),
                               ("log_records", "time"), ("scores", "created_at"),
-                              *((t.name, "start_time") for t in ANALYTICS_TABLES)):
+                              *((t.name, "start_time") for t in ANALYTICS_TABLES), ("search_docs", "start_time")):
             transport.command(f"DELETE FROM {db}.`{table}` WHERE {column} < {{c:DateTime64(6, 'UTC')}}", {"c": cutoff})
         self._hooks.retention(spans, 0)
         return spans

@@ -1,6 +1,7 @@
 """`steplens search reindex` (a real subprocess) asks the running server to rebuild its index and follows
 it until current; `steplens search status` reports the lag; a key without the operator scope is refused
-with exit code 2 and the server's reason."""
+with exit code 2 and the server's reason. On both stores (on ClickHouse the rebuild writes search_docs
+again from the stored spans)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ingest.config import ApiKey
 from tests.ingest.api.content_runs import ContentRun, emit, wait_indexed
-from tests.ingest.api.harness import start_server, stop_server
+from tests.ingest.api.harness import BACKENDS, start_server, stop_server
 from tests.ingest.api.otlp_runs import Emitter
 
 REPO = Path(__file__).resolve().parents[3]
@@ -24,9 +27,11 @@ def _steplens(*args: str, key: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
-def test_reindex_and_status_from_the_terminal(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reindex_and_status_from_the_terminal(tmp_path, backend):
     server, stack, thread = start_server(
-        tmp_path, [ApiKey(key=OPS, project="ops", scopes=["operator"]), ApiKey(key=READ, project="A")], 10.0
+        tmp_path, [ApiKey(key=OPS, project="ops", scopes=["operator"]), ApiKey(key=READ, project="A")], 10.0,
+        backend,
     )
     try:
         e = Emitter()
