@@ -144,6 +144,7 @@ def load_span_batch(transport: Transport, database: str, tables: list[pa.Table],
     traces = _traces(rows)
     stored = stored_span_keys(transport, database, traces)
     fresh = new_spans(rows, stored)
+    search_load.load_docs(transport, database, fresh, token)  # before the spans: see search_load.py
     insert(transport, database, SPANS, fresh, token)
     return SpanBatch(rows.num_rows, fresh, traces, {(p, t) for p, t, _ in stored})
 
