@@ -12,6 +12,11 @@ same synthetic data as the DuckDB store, so both stores answer the same question
 rows. Then `OPTIMIZE ... FINAL`: the parts merged, as a store at rest has them after background
 merges.
 
+Search documents (`search_docs`): with `--search-index` (the DuckDB store's SQLite sidecar, built by
+its server), its documents are copied as they are (the same documents: both stores make them with
+`ingest.search.index.span_docs`) and the index is marked built, so a server on the copy does not
+rebuild it; without it the copy has none and a server on it rebuilds them from the spans.
+
 One chDB session per process: run it in its own process (this module's CLI), not inside a
 process that has another chDB directory open.
 """
@@ -20,17 +25,24 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ingest.clock import utcnow  # noqa: E402
+from ingest.search.indexer import META_BUILT_AT  # noqa: E402
 from ingest.store.clickhouse.migrate import migrate  # noqa: E402
 from ingest.store.clickhouse.schema import TABLES, Table  # noqa: E402
+from ingest.store.clickhouse.schema_search import DOC_COLUMNS, SEARCH_DOCS  # noqa: E402
+from ingest.store.clickhouse.search_index import write_meta  # noqa: E402
 from ingest.store.clickhouse.transport import ChdbTransport  # noqa: E402
 
 DATABASE = "steplens"
@@ -62,7 +74,49 @@ def _export(conn: duckdb.DuckDBPyConnection, table: Table, have: dict[str, str],
     return names
 
 
-def build(source: Path, target: Path, workdir: Path | None = None) -> dict[str, int]:
+def _export_search(index: Path, out: Path, chunk: int = 200_000) -> int:
+    """The sidecar's documents (docs + their FTS5 text) as a Parquet file of search_docs' columns."""
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    schema = pa.schema([("project", pa.string()), ("trace_id", pa.string()), ("span_id", pa.string()),
+                        ("field", pa.string()), ("start_time", pa.timestamp("us")), ("text", pa.string()),
+                        ("indexed_at", pa.timestamp("us"))])  # fmt: skip
+    now = utcnow()
+    total = 0
+    try:
+        cur = conn.execute("SELECT d.project, d.trace_id, d.span_id, d.field, d.start_us, b.text "
+                           "FROM docs d JOIN body b ON b.rowid = d.id")  # fmt: skip
+        with pq.ParquetWriter(out, schema) as writer:
+            while rows := cur.fetchmany(chunk):
+                columns = list(zip(*rows, strict=True))
+                arrays = [pa.array(columns[i], pa.string()) for i in range(4)]
+                arrays.append(pa.array(columns[4], pa.int64()).cast(pa.timestamp("us")))
+                arrays.append(pa.array(columns[5], pa.string()))
+                arrays.append(pa.array([now] * len(rows), pa.timestamp("us")))
+                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+                total += len(rows)
+    finally:
+        conn.close()
+    return total
+
+
+def copy_search(transport: ChdbTransport, index: Path, scratch: Path) -> int:
+    """Copy the DuckDB store's search documents into search_docs and mark the index built."""
+    t0 = time.perf_counter()
+    parquet = scratch / "search_docs.parquet"
+    docs = _export_search(index, parquet)
+    exported = time.perf_counter() - t0
+    quoted = ", ".join(f"`{n}`" for n in DOC_COLUMNS)
+    transport.command(f"INSERT INTO `{DATABASE}`.`{SEARCH_DOCS.name}` ({quoted}) SELECT {quoted} "
+                      f"FROM file('{parquet}', Parquet)")  # fmt: skip
+    transport.command(f"OPTIMIZE TABLE `{DATABASE}`.`{SEARCH_DOCS.name}` FINAL")
+    parquet.unlink()
+    write_meta(transport, DATABASE, {META_BUILT_AT: utcnow().isoformat()})
+    print(f"  {SEARCH_DOCS.name:<14} {docs:>12,} rows   export {exported:6.1f} s   "
+          f"insert + merge {time.perf_counter() - t0 - exported:6.1f} s", flush=True)  # fmt: skip
+    return docs
+
+
+def build(source: Path, target: Path, workdir: Path | None = None, search_index: Path | None = None) -> dict[str, int]:
     """Copy `source` (a DuckDB store) into a fresh chDB directory `target`; returns rows per table."""
     if target.exists():
         shutil.rmtree(target)
@@ -90,6 +144,8 @@ def build(source: Path, target: Path, workdir: Path | None = None) -> dict[str, 
             counts[table.name] = int(rows)
             print(f"  {table.name:<14} {rows:>12,} rows   export {exported:6.1f} s   "
                   f"insert + merge {time.perf_counter() - t0 - exported:6.1f} s", flush=True)  # fmt: skip
+        if search_index is not None:
+            counts[SEARCH_DOCS.name] = copy_search(transport, search_index, scratch)
     finally:
         transport.close()
         conn.close()
@@ -101,9 +157,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--from", dest="source", type=Path, required=True, help="the query bench's DuckDB store")
     parser.add_argument("--to", dest="target", type=Path, required=True, help="chDB data directory (replaced)")
+    parser.add_argument("--search-index", type=Path, help="the DuckDB store's search sidecar (<db>.search), "
+                        "built: its documents are copied into search_docs")
+    parser.add_argument("--search-only", action="store_true", help="only (re)copy the search documents into --to")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    counts = build(args.source, args.target, args.target.parent)
+    if args.search_only:
+        transport = ChdbTransport(str(args.target), DATABASE)
+        try:
+            migrate(transport, DATABASE, None, 0)
+            transport.command(f"TRUNCATE TABLE `{DATABASE}`.`{SEARCH_DOCS.name}`")
+            copy_search(transport, args.search_index, Path(tempfile.mkdtemp(dir=args.target.parent)))
+        finally:
+            transport.close()
+        return 0
+    counts = build(args.source, args.target, args.target.parent, args.search_index)
     print(f"built {args.target}: {counts.get('spans', 0):,} spans, {counts.get('runs', 0):,} runs "
           f"in {time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
     return 0

@@ -216,7 +216,9 @@ def build_clickhouse(source: Path, target: Path) -> None:
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
-    subprocess.run([sys.executable, "-m", "bench._ch_query_data", "--from", str(source), "--to", str(target)],
+    index = source.with_name(source.name + ".search")  # the DuckDB server's search documents, when built
+    search = ["--search-index", str(index)] if index.exists() else []
+    subprocess.run([sys.executable, "-m", "bench._ch_query_data", "--from", str(source), "--to", str(target), *search],
                    cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, check=True)  # fmt: skip
 
 
