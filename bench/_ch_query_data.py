@@ -13,7 +13,7 @@ rows. Then `OPTIMIZE ... FINAL`: the parts merged, as a store at rest has them a
 merges.
 
 Search documents (`search_docs`): with `--search-index` (the DuckDB store's SQLite sidecar, built by
-its server), its documents are copied as they are (the same documents: both stores make them with
+its server), its documents are copied as they are (ClickHouse reads the SQLite file itself) (the same documents: both stores make them with
 `ingest.search.index.span_docs`) and the index is marked built, so a server on the copy does not
 rebuild it; without it the copy has none and a server on it rebuilds them from the spans.
 
@@ -25,15 +25,12 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -74,46 +71,24 @@ def _export(conn: duckdb.DuckDBPyConnection, table: Table, have: dict[str, str],
     return names
 
 
-def _export_search(index: Path, out: Path, chunk: int = 200_000) -> int:
-    """The sidecar's documents (docs + their FTS5 text) as a Parquet file of search_docs' columns."""
-    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
-    schema = pa.schema([("project", pa.string()), ("trace_id", pa.string()), ("span_id", pa.string()),
-                        ("field", pa.string()), ("start_time", pa.timestamp("us")), ("text", pa.string()),
-                        ("indexed_at", pa.timestamp("us"))])  # fmt: skip
-    now = utcnow()
-    total = 0
-    try:
-        cur = conn.execute("SELECT d.project, d.trace_id, d.span_id, d.field, d.start_us, b.text "
-                           "FROM docs d JOIN body b ON b.rowid = d.id")  # fmt: skip
-        with pq.ParquetWriter(out, schema) as writer:
-            while rows := cur.fetchmany(chunk):
-                columns = list(zip(*rows, strict=True))
-                arrays = [pa.array(columns[i], pa.string()) for i in range(4)]
-                arrays.append(pa.array(columns[4], pa.int64()).cast(pa.timestamp("us")))
-                arrays.append(pa.array(columns[5], pa.string()))
-                arrays.append(pa.array([now] * len(rows), pa.timestamp("us")))
-                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-                total += len(rows)
-    finally:
-        conn.close()
-    return total
-
-
-def copy_search(transport: ChdbTransport, index: Path, scratch: Path) -> int:
-    """Copy the DuckDB store's search documents into search_docs and mark the index built."""
+def copy_search(transport: ChdbTransport, index: Path) -> int:
+    """Copy the DuckDB store's search documents (the sidecar's `docs` rows and their FTS5 text, read
+    by ClickHouse's own `sqlite()` table function) into search_docs, and mark the index built."""
     t0 = time.perf_counter()
-    parquet = scratch / "search_docs.parquet"
-    docs = _export_search(index, parquet)
-    exported = time.perf_counter() - t0
     quoted = ", ".join(f"`{n}`" for n in DOC_COLUMNS)
-    transport.command(f"INSERT INTO `{DATABASE}`.`{SEARCH_DOCS.name}` ({quoted}) SELECT {quoted} "
-                      f"FROM file('{parquet}', Parquet)")  # fmt: skip
+    path = str(index).replace("\\", "\\\\").replace("'", "\\'")
+    transport.command(
+        f"INSERT INTO `{DATABASE}`.`{SEARCH_DOCS.name}` ({quoted}) "
+        "SELECT d.project, d.trace_id, d.span_id, d.field, fromUnixTimestamp64Micro(d.start_us, 'UTC'), b.c0, "
+        f"now64(6, 'UTC') FROM sqlite('{path}', 'docs') AS d INNER JOIN sqlite('{path}', 'body_content') AS b "
+        "ON b.id = d.id"
+    )
     transport.command(f"OPTIMIZE TABLE `{DATABASE}`.`{SEARCH_DOCS.name}` FINAL")
-    parquet.unlink()
     write_meta(transport, DATABASE, {META_BUILT_AT: utcnow().isoformat()})
-    print(f"  {SEARCH_DOCS.name:<14} {docs:>12,} rows   export {exported:6.1f} s   "
-          f"insert + merge {time.perf_counter() - t0 - exported:6.1f} s", flush=True)  # fmt: skip
-    return docs
+    docs = transport.query_arrow(f"SELECT count() FROM `{DATABASE}`.`{SEARCH_DOCS.name}`").column(0)[0].as_py()
+    print(f"  {SEARCH_DOCS.name:<14} {docs:>12,} rows   copied from {index.name} in {time.perf_counter() - t0:6.1f} s",
+          flush=True)  # fmt: skip
+    return int(docs)
 
 
 def build(source: Path, target: Path, workdir: Path | None = None, search_index: Path | None = None) -> dict[str, int]:
@@ -145,7 +120,7 @@ def build(source: Path, target: Path, workdir: Path | None = None, search_index:
             print(f"  {table.name:<14} {rows:>12,} rows   export {exported:6.1f} s   "
                   f"insert + merge {time.perf_counter() - t0 - exported:6.1f} s", flush=True)  # fmt: skip
         if search_index is not None:
-            counts[SEARCH_DOCS.name] = copy_search(transport, search_index, scratch)
+            counts[SEARCH_DOCS.name] = copy_search(transport, search_index)
     finally:
         transport.close()
         conn.close()
@@ -167,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             migrate(transport, DATABASE, None, 0)
             transport.command(f"TRUNCATE TABLE `{DATABASE}`.`{SEARCH_DOCS.name}`")
-            copy_search(transport, args.search_index, Path(tempfile.mkdtemp(dir=args.target.parent)))
+            copy_search(transport, args.search_index)
         finally:
             transport.close()
         return 0
