@@ -209,6 +209,13 @@ def load_logs(transport: Transport, database: str, rows: pa.Table, token: str) -
     return fresh
 
 
+def insert_scores(transport: Transport, database: str, tables: list[pa.Table], token: str) -> int:
+    """One deduplicated insert of the score rows of one or more spool records; returns how many."""
+    rows = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+    insert(transport, database, SCORES, rows, token)
+    return rows.num_rows
+
+
 def store_scores(transport: Transport, database: str, scores: pa.Table) -> None:
     """Insert scores derived from spans or log records; the same score id replaces (FINAL)."""
     if scores.num_rows:

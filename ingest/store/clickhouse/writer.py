@@ -31,7 +31,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponent
 
 from ingest.store import deadletter, logs_load, scores_load
 from ingest.store.clickhouse import load
-from ingest.store.clickhouse.schema import ANALYTICS_TABLES, SCORES
+from ingest.store.clickhouse.schema import ANALYTICS_TABLES
 from ingest.store.clickhouse.transport import Transport
 from ingest.store.failures import environmental
 from ingest.store.loading import LoadResult
@@ -392,9 +392,8 @@ class ClickHouseWriter:
         )
         scored = self._insert_records(
             RecordKind.SCORES, by_kind[RecordKind.SCORES], batch,
-            lambda t, tables, token: load.insert(t, db, SCORES, pa.concat_tables(tables, promote_options="permissive"),
-                                                 token) or sum(r.num_rows for r in tables),
-            lambda t, rows, token: load.insert(t, db, SCORES, rows, token) or rows.num_rows, "scores",
+            lambda t, tables, token: load.insert_scores(t, db, tables, token),
+            lambda t, rows, token: load.insert_scores(t, db, [rows], token), "scores",
         )
         if span_batches is None or new_logs is None or scored is None:
             return False  # closing: stays in the spool
