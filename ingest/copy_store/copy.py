@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from ingest.copy_store.target import Target
 from ingest.errors import ConfigError
-from ingest.store.clickhouse import load
+from ingest.store.clickhouse import load, search_load
 from ingest.store.clickhouse.migrate import migrate
 from ingest.store.clickhouse.schema import SPANS, TABLES, Table
 from ingest.store.clickhouse.transport import Transport, open_transport
@@ -204,6 +204,7 @@ def copy_table(
         token = _token(tp.table, rows)
         if tp.table is SPANS:
             rows = load.new_spans(rows, load.stored_span_keys(transport, database, _traces(rows)))
+            search_load.load_docs(transport, database, rows, token)  # searchable once copied, as on load
         rows = _versioned(rows, tp.table)
         load.insert(transport, database, tp.table, _no_null_lists(rows, tp.table), token)
         progress.mark(tp.table.name, chunks)

@@ -32,7 +32,8 @@ WORD_PATTERN = r"[\p{L}\p{N}]+"
 SEPARATOR_PATTERN = r"[^\p{L}\p{N}]+"
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """A constant of this module as a ClickHouse string literal (never for input: that is a parameter)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -43,7 +44,7 @@ def normalized(expr: str) -> str:
 
 def tokens_of(expr: str) -> str:
     """The tokens of `expr` (an SQL String expression) as the index sees them."""
-    return f"tokens({normalized(expr)}, 'splitByRegexp', {_sql_string(SEPARATOR_PATTERN)})"
+    return f"tokens({normalized(expr)}, 'splitByRegexp', {sql_string(SEPARATOR_PATTERN)})"
 
 
 SEARCH_DOCS = Table(
@@ -55,7 +56,7 @@ SEARCH_DOCS = Table(
     order_by=("project", "trace_id", "span_id", "field"),
     ttl_column="start_time",
     indexes=(
-        f"INDEX text_idx text TYPE text(tokenizer = splitByRegexp({_sql_string(SEPARATOR_PATTERN)}), "
+        f"INDEX text_idx text TYPE text(tokenizer = splitByRegexp({sql_string(SEPARATOR_PATTERN)}), "
         f"preprocessor = {normalized('text')})",
         "INDEX start_time_mm start_time TYPE minmax GRANULARITY 1",
     ),

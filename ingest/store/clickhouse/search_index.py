@@ -9,7 +9,8 @@ in ClickHouse (`search_docs`, `search_meta`), not in a node.
 The rebuild (`steplens search reindex`): empties `search_docs`, then writes the documents of the
 stored spans again by start-time windows, oldest first (windows halved or doubled to hold about
 REBUILD_ROWS spans), keeping its position in `search_meta` so every node reports the progress and a
-node that starts while a rebuild has stalled (its node stopped) resumes it. Spans loaded meanwhile
+node that starts while a rebuild has stalled (its node stopped) resumes it; a store with spans but no
+documents and no built index (made before search was on ClickHouse) starts one at start. Spans loaded meanwhile
 get their documents from the load path as always; one written twice (by a load and the rebuild) is
 one document (ReplacingMergeTree key). A last pass re-writes the documents of the spans ingested
 since shortly before the rebuild began, so a load that wrote its documents just before the table was
@@ -39,6 +40,7 @@ from ingest.store.clickhouse.cursor import naive_utc
 from ingest.store.clickhouse.queries import search as queries
 from ingest.store.clickhouse.schema_search import SEARCH_DOCS, SEARCH_META
 from ingest.store.clickhouse.transport import Transport
+from ingest.store.failures import environmental
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +73,11 @@ class ClickHouseSearchIndex:
         """Nothing to close: the store owns the connection."""
 
 
-def write_meta(transport: Transport, database: str, values: dict[str, str | None]) -> None:
-    """Set (or clear, with None) keys of `search_meta`; the newest row of a key wins (FINAL)."""
+def write_meta(transport: Transport, database: str, values: dict[str, str | None], at: datetime | None = None) -> None:
+    """Set (or clear, with None) keys of `search_meta` as of `at` (default now); a key's newest row wins."""
     import pyarrow as pa
 
-    now = utcnow()
+    now = at or utcnow()
     rows = pa.table({
         "key": pa.array(list(values), pa.string()),
         "value": pa.array(list(values.values()), pa.string()),
@@ -88,9 +90,10 @@ class ClickHouseSearchRebuild:
     """`store.search_indexer` on ClickHouse: runs a rebuild in a thread of this node; `failed` is its
     last error until a window succeeds."""
 
-    def __init__(self, transport: Callable[[], Transport | None], database: str) -> None:
+    def __init__(self, transport: Callable[[], Transport | None], database: str, cluster: str | None = None) -> None:
         self._transport = transport
         self._db = database
+        self._cluster = cluster
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._generation = 0
@@ -104,9 +107,7 @@ class ClickHouseSearchRebuild:
         return transport
 
     def _meta(self, transport: Transport) -> tuple[dict[str, str], dict[str, datetime]]:
-        table = naive_utc(transport.query_arrow(
-            f"SELECT key, value, updated_at FROM `{self._db}`.`{SEARCH_META.name}` FINAL WHERE value IS NOT NULL"
-        ))  # fmt: skip
+        table = naive_utc(transport.query_arrow(f"SELECT key, latest, latest_at FROM ({queries.META_LATEST})"))
         keys, values, times = (table.column(i).to_pylist() for i in range(3))
         return dict(zip(keys, values, strict=True)), dict(zip(keys, times, strict=True))
 
@@ -115,10 +116,12 @@ class ClickHouseSearchRebuild:
         fut: Future[dict[str, str]] = Future()
         try:
             transport = self._connection()
-            transport.command(f"TRUNCATE TABLE `{self._db}`.`{SEARCH_DOCS.name}`")
+            transport.command(self._truncate())
             self._begin(transport, started=utcnow())
             fut.set_result(self._meta(transport)[0])
         except Exception as exc:  # noqa: BLE001 - the caller (the API) answers it
+            if environmental(exc) and not isinstance(exc, ConnectionError):
+                exc = ConnectionError(f"ClickHouse cannot be written ({type(exc).__name__}); retry the reindex shortly")
             fut.set_exception(exc)
         return fut
 
@@ -133,11 +136,23 @@ class ClickHouseSearchRebuild:
                     log.info("search index: resuming the rebuild a stopped node left at %s",
                              from_us(int(meta[META_REBUILD_NEXT])))
                     self._spawn()
-            elif META_BUILT_AT not in meta:
-                self._begin(transport, started=utcnow())
+            elif META_BUILT_AT not in meta and not self._has_documents(transport):
+                self._begin(transport, started=utcnow())  # (a copied store brings its documents along)
         except Exception as exc:  # noqa: BLE001 - search must never keep the store from starting
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("search index: cannot check for a rebuild to resume: %s", self.failed)
+
+    def _truncate(self) -> str:
+        """Emptying the documents: on a cluster, the replicated local tables on every shard (a
+        Distributed table holds no rows of its own)."""
+        if self._cluster:
+            cluster = "`" + self._cluster.replace("`", "``") + "`"
+            return f"TRUNCATE TABLE `{self._db}`.`{SEARCH_DOCS.name}_local` ON CLUSTER {cluster}"
+        return f"TRUNCATE TABLE `{self._db}`.`{SEARCH_DOCS.name}`"
+
+    def _has_documents(self, transport: Transport) -> bool:
+        table = transport.query_arrow(f"SELECT count() > 0 FROM `{self._db}`.`{SEARCH_DOCS.name}`")
+        return bool(table.column(0)[0].as_py())
 
     def _begin(self, transport: Transport, started: datetime) -> None:
         extent = transport.query_arrow(f"SELECT min(start_time), max(start_time), count() FROM `{self._db}`.spans")

@@ -46,6 +46,7 @@ class ClickHouseStore(SpanStore):
         self.search_indexer = ClickHouseSearchRebuild(  # type: ignore[assignment]
             lambda: self._writer.transport if self._writer is not None else None,  # type: ignore[attr-defined]
             self.settings.clickhouse_database,
+            self.settings.clickhouse_cluster,
         )
 
     def _connect(self) -> Transport:

@@ -16,6 +16,7 @@ ENDPOINTS = {
     "/api/overview": "overview", "/api/runs": "runs", "/api/spans": "spans", "/api/tools": "tools",
     "/api/cost": "cost", "/api/failures": "failures", "/api/models": "models", "/api/sessions": "sessions",
     "/api/graph": "graph", "/api/replanning": "replanning", "/api/budget-advice": "budget_advice",
+    "/api/search/status": "search",
 }
 
 

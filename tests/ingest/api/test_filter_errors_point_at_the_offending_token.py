@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ingest.api.harness import start_server, stop_server
+from tests.ingest.api.harness import BACKENDS, start_server, stop_server
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One server for the module: every case is a refusal, nothing is written."""
-    srv, stack, thread = start_server(tmp_path_factory.mktemp("filtererrors"), [], 10.0)
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(request, tmp_path_factory):
+    """One server for the module (per store): every case is a refusal, nothing is written."""
+    srv, stack, thread = start_server(tmp_path_factory.mktemp("filtererrors"), [], 10.0, request.param)
     yield srv
     stop_server(srv, stack, thread)
 

@@ -1,7 +1,8 @@
 """Hostile filter expressions and search strings (SQL injection, other projects' names and ids, table
 functions, ATTACH/COPY/PRAGMA, huge literals, deep nesting, FTS5 query syntax, lone surrogates) are
 refused (400/422) or answered harmlessly: never a 5xx, never a row of another project, and the store
-is unchanged afterwards. A project-A key never reads project B through a filter or a search."""
+is unchanged afterwards. A project-A key never reads project B through a filter or a search. On both
+stores."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from ingest.config import ApiKey
 from tests.ingest.api.content_runs import ContentRun, ToolCall, emit, wait_indexed
-from tests.ingest.api.harness import start_server, stop_server
+from tests.ingest.api.harness import BACKENDS, start_server, stop_server
 from tests.ingest.api.otlp_runs import Emitter
 
 KEY_A, KEY_B, KEY_OPS = "hostile-key-a-0123456789", "hostile-key-b-0123456789", "hostile-key-ops-012345678"
@@ -58,13 +59,13 @@ def _hostile(b_trace: str) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(request, tmp_path_factory):
     server, stack, thread = start_server(
         tmp_path_factory.mktemp("hostile"),
         [ApiKey(key=KEY_A, project="A"), ApiKey(key=KEY_B, project="B"),
          ApiKey(key=KEY_OPS, project="ops", scopes=["operator"])],
-        10.0,
+        10.0, request.param,
     )  # fmt: skip
     e = Emitter()
     run_a = emit(e, ContentRun("agent_of_a", "refund the parcel", calls=[ToolCall("refund", {"order": 7})]))

@@ -72,6 +72,28 @@ def _raw_counts(path: Path) -> dict[str, int]:
         transport.close()
 
 
+def _documents_of_spans(db: Path) -> int:
+    """The search documents the store's spans make (ingest/search/content.py: what both stores index)."""
+    from ingest.search.index import span_docs
+
+    with duckdb.connect(str(db), read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT project, trace_id, span_id, start_time, status_message, attributes, events FROM spans"
+        ).fetchall()
+    return sum(1 for r in rows for _ in span_docs(*r))
+
+
+def _search_docs(path: Path, final: bool) -> int:
+    from ingest.store.clickhouse.transport import open_transport
+
+    transport = open_transport(f"chdb://{path}")
+    try:
+        table = transport.query_arrow(f"SELECT count() FROM search_docs{' FINAL' if final else ''}")
+        return int(table.column(0)[0].as_py())
+    finally:
+        transport.close()
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     """A DuckDB store written by a real `steplens serve`: demo runs with scores, plus OTLP log records."""
@@ -101,6 +123,7 @@ def test_migrate_copies_every_table_with_equal_counts_and_totals(store, tmp_path
     expected = _duckdb_figures(store)
     assert expected["spans"][0] > 300 and expected["scores"][0] > 0 and expected["log_records"][0] >= 3
     assert _clickhouse_figures(target) == expected
+    assert _search_docs(target, final=True) == _documents_of_spans(store) > 300  # searchable once copied
 
 
 def test_rerunning_migrate_never_duplicates_with_or_without_its_resume_file(store, tmp_path) -> None:
@@ -148,6 +171,7 @@ def test_a_copy_killed_midway_resumes_and_ends_with_each_row_once(store, tmp_pat
     expected = _duckdb_figures(store)
     assert _raw_counts(target) == {t: v[0] for t, v in expected.items()}  # unmerged rows: nothing twice
     assert _clickhouse_figures(target) == expected
+    assert _search_docs(target, final=False) == _documents_of_spans(store)
 
 
 @pytest.mark.parametrize("to, message", [

@@ -22,7 +22,10 @@ serves the match; a duplicate not merged yet (two nodes racing) counts in the ra
 its merge. Snippets: the document is cut into runs of letters/digits and the rest (the tokenizer's
 own pattern), the words whose folded form is a query token are marked with HIT_OPEN/HIT_CLOSE, and
 SNIPPET_TOKENS words are kept around the marks, placed where they cover the most distinct query
-words (as FTS5's snippet() places its window), with `…` where text was cut.
+words (as FTS5's snippet() places its window), with `…` where text was cut. Snippets are made in a
+second statement for the ranked documents only (looked up by their key), in one subquery level per
+step: written as one expression, ClickHouse's analyzer re-expands every alias inside the next and
+one document's snippet took a second.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ from ingest.store.clickhouse.queries.spans import require_clickhouse
 from ingest.store.clickhouse.schema_search import (
     SEPARATOR_PATTERN,
     WORD_PATTERN,
-    _sql_string,
     normalized,
+    sql_string,
     tokens_of,
 )
 
@@ -68,7 +71,7 @@ def span_facts(cur: Any, hits: list[Hit], predicate: Sql | None) -> dict[tuple[s
     extra, params = ("", []) if predicate is None else (f" AND ({predicate.sql})", predicate.params)
     cur.execute(
         f"SELECT {_FACTS} FROM spans AS s FINAL WHERE s.start_time BETWEEN ? AND ? "
-        "AND (s.project, s.trace_id, s.span_id) IN (SELECT arrayJoin(arrayZip(?, ?, ?))){extra}".format(extra=extra),
+        f"AND (s.project, s.trace_id, s.span_id) IN (SELECT arrayJoin(arrayZip(?, ?, ?))){extra}",
         [first, last, [h.project for h in hits], [h.trace_id for h in hits], [h.span_id for h in hits], *params],
     )
     return {(r["project"], r["trace_id"], r["span_id"]): r for r in dicts(cur)}
@@ -114,37 +117,48 @@ def _frequency(phrase: list[str]) -> tuple[str, list[Any]]:
     return "arrayCount(i -> arraySlice(dt, i, ?) = ?, arrayEnumerate(dt))", [len(phrase), phrase]
 
 
-def _snippet(tokens: list[str]) -> tuple[list[str], list[Any]]:
-    """The select list that makes the snippet of `text` (the last column, `snippet`; see the module
-    docstring) and its parameters: the pieces (words and separators), which are words, each piece's
-    word number (a separator has the number of the word before it), which are marked, the first word kept."""
-    word = _sql_string("^" + WORD_PATTERN[:-1])  # a piece that starts with a letter or digit is a word
+def _snippet_levels(tokens: list[str]) -> tuple[list[list[str]], list[Any]]:
+    """The snippet of `text` (see the module docstring) as levels of select lists, each level over the
+    columns of the one before (a level per step, so ClickHouse never re-expands one step's expression
+    inside the next), and its parameters. The steps: the pieces (words and separators), which are
+    words, each piece's word number (a separator has the number of the word before it), which are
+    marked; the marked words' numbers and folded text; per marked word as the window's first match,
+    the last match the window covers and how many distinct query words it covers; the best window's
+    first word; the snippet."""
+    word = sql_string("^" + WORD_PATTERN[:-1])  # a piece that starts with a letter or digit is a word
     span = int(index.SNIPPET_TOKENS) - 1
     keep = (
         f"if(w, k BETWEEN w0 AND w0 + {span}, (k >= w0 AND k < w0 + {span}) OR (k = 0 AND w0 = 1) "
         f"OR (k = n_words AND w0 + {span} >= n_words))"
     )
-    columns = [
-        f"extractAll(text, {_sql_string(WORD_PATTERN + '|' + SEPARATOR_PATTERN)}) AS pieces",
-        f"arrayMap(p -> match(p, {word}), pieces) AS is_word",
-        "arrayCumSum(arrayMap(x -> toInt64(x), is_word)) AS word_no",
-        "toInt64(arraySum(is_word)) AS n_words",
-        f"arrayMap((p, w) -> w AND has(?, {normalized('p')}), pieces, is_word) AS hit",
-        # matched words: their numbers and folded text; each is a candidate first match of the window,
-        # which is centred on the matches it covers; the candidate covering most distinct words wins
-        "arrayFilter((k, h) -> h, word_no, hit) AS hit_no",
-        f"arrayMap((p, h) -> {normalized('p')}, arrayFilter((p, h) -> h, pieces, hit), arrayFilter(h -> h, hit)) AS hit_text",
-        f"arrayMap(c -> (c, arrayMax(arrayFilter(k -> k BETWEEN c AND c + {span}, hit_no))), hit_no) AS covered",
-        "arrayMap(x -> length(arrayDistinct(arrayFilter((t, k) -> k BETWEEN x.1 AND x.2, hit_text, hit_no))), covered)"
-        " AS coverage",
-        f"if(empty(hit_no), 1, greatest(1, least(toInt64(covered[indexOf(coverage, arrayMax(coverage))].1) - "
-        f"intDiv({span} - toInt64(covered[indexOf(coverage, arrayMax(coverage))].2 - "
-        f"covered[indexOf(coverage, arrayMax(coverage))].1), 2), n_words - {span}))) AS w0",
-        f"concat(if(w0 > 1, '…', ''), arrayStringConcat(arrayMap((p, h) -> if(h, concat(?, p, ?), p), "
-        f"arrayFilter((p, k, w) -> {keep}, pieces, word_no, is_word), "
-        f"arrayFilter((h, k, w) -> {keep}, hit, word_no, is_word))), if(w0 + {span} < n_words, '…', '')) AS snippet",
+    levels = [
+        [
+            f"extractAll(text, {sql_string(WORD_PATTERN + '|' + SEPARATOR_PATTERN)}) AS pieces",
+            f"arrayMap(p -> match(p, {word}), pieces) AS is_word",
+        ],
+        [
+            "arrayCumSum(arrayMap(x -> toInt64(x), is_word)) AS word_no",
+            "toInt64(arraySum(is_word)) AS n_words",
+            f"arrayMap((p, w) -> w AND has(?, {normalized('p')}), pieces, is_word) AS hit",
+        ],
+        [
+            "arrayFilter((k, h) -> h, word_no, hit) AS hit_no",
+            f"arrayMap(p -> {normalized('p')}, arrayFilter((p, h) -> h, pieces, hit)) AS hit_text",
+        ],
+        [f"arrayMap(c -> (c, arrayMax(arrayFilter(k -> k BETWEEN c AND c + {span}, hit_no))), hit_no) AS covered"],
+        [
+            "arrayMap(x -> length(arrayDistinct(arrayFilter((t, k) -> k BETWEEN x.1 AND x.2, hit_text, hit_no))), "
+            "covered) AS coverage",
+        ],
+        ["if(empty(covered), (toInt64(1), toInt64(1)), covered[indexOf(coverage, arrayMax(coverage))]) AS best"],
+        [f"greatest(1, least(toInt64(best.1) - intDiv({span} - toInt64(best.2 - best.1), 2), n_words - {span})) AS w0"],
+        [
+            f"concat(if(w0 > 1, '…', ''), arrayStringConcat(arrayMap((p, h) -> if(h, concat(?, p, ?), p), "
+            f"arrayFilter((p, k, w) -> {keep}, pieces, word_no, is_word), "
+            f"arrayFilter((h, k, w) -> {keep}, hit, word_no, is_word))), if(w0 + {span} < n_words, '…', '')) AS snippet",
+        ],
     ]
-    return columns, [tokens, HIT_OPEN, HIT_CLOSE]
+    return levels, [tokens, HIT_OPEN, HIT_CLOSE]
 
 
 def find(
@@ -182,33 +196,59 @@ def find(
         frequency, params = _frequency(phrase)
         terms.append(f"? * ({frequency}) * {K1 + 1} / (({frequency}) + {K1} * ({1 - B} + {B} * doc_len / ?))")
         score_params += [_idf(documents, n), *params, *params, average]
-    helpers, snippet_params = _snippet(sorted({t for p in found for t in p})) if snippets else (["'' AS snippet"], [])
     window = max(limit, int(index.RANK_WINDOW))
+    # innermost the window of matches, then only its documents are tokenized and scored
     cur.execute(
         f"""
-        SELECT project, trace_id, span_id, start_time, field, score, snippet
+        SELECT project, trace_id, span_id, start_time, field, score
         FROM (
-          SELECT project, trace_id, span_id, start_time, field, score, {', '.join(helpers)}
+          SELECT project, trace_id, span_id, start_time, field, {tokens_of('text')} AS dt, {' + '.join(terms)} AS score
           FROM (
-            SELECT project, trace_id, span_id, start_time, field, text, {' + '.join(terms)} AS score
-            FROM (
-              SELECT project, trace_id, span_id, start_time, field, text, doc_len, {tokens_of('text')} AS dt
-              FROM {DOCS} WHERE {where.sql()}
-              ORDER BY indexed_at DESC, project, trace_id, span_id, field
-              LIMIT 1 BY project, trace_id, span_id, field LIMIT ?
-            )
-            ORDER BY score DESC, start_time DESC, project, trace_id, span_id, field LIMIT ?
+            SELECT project, trace_id, span_id, start_time, field, text, doc_len
+            FROM {DOCS} WHERE {where.sql()}
+            ORDER BY indexed_at DESC, project, trace_id, span_id, field
+            LIMIT 1 BY project, trace_id, span_id, field LIMIT ?
           )
         )
-        ORDER BY score DESC, start_time DESC, project, trace_id, span_id, field{_NO_FINAL}""",
-        [*snippet_params, *score_params, *where.params, window, limit],
+        ORDER BY score DESC, start_time DESC, project, trace_id, span_id, field LIMIT ?{_NO_FINAL}""",
+        [*score_params, *where.params, window, limit],
     )
-    return [Hit(r[0], r[1], r[2], r[3], r[4], float(r[5]), r[6]) for r in cur.fetchall()]
+    ranked = cur.fetchall()
+    marked = _snippets(cur, ranked, sorted({t for p in found for t in p})) if snippets and ranked else {}
+    return [Hit(r[0], r[1], r[2], r[3], r[4], float(r[5]), marked.get((r[0], r[1], r[2], r[4]), "")) for r in ranked]
+
+
+def _snippets(cur: Any, ranked: list[tuple], tokens: list[str]) -> dict[tuple[str, str, str, str], str]:
+    """(project, trace_id, span_id, field) -> snippet, for the ranked documents only (found by their
+    key, the table's ordering key)."""
+    levels, params = _snippet_levels(tokens)
+    keys = [[r[i] for r in ranked] for i in (0, 1, 2, 4)]
+    sql = (
+        f"SELECT project, trace_id, span_id, field, text FROM {DOCS} "
+        "WHERE (project, trace_id, span_id, field) IN (SELECT arrayJoin(arrayZip(?, ?, ?, ?))) "
+        "LIMIT 1 BY project, trace_id, span_id, field"
+    )
+    for columns in levels:
+        sql = f"SELECT *, {', '.join(columns)} FROM ({sql})"
+    # placeholders in text order: the outermost level's (open, close marks) come first, the keys last
+    cur.execute(
+        f"SELECT project, trace_id, span_id, field, snippet FROM ({sql}){_NO_FINAL}",
+        [params[1], params[2], params[0], *keys],
+    )
+    return {(r[0], r[1], r[2], r[3]): r[4] for r in cur.fetchall()}
+
+
+# Each key's newest row (a cleared key's newest value is NULL), by argMax rather than FINAL: on a
+# cluster a key's rows may sit on different shards, and FINAL only merges within one.
+META_LATEST = (
+    "SELECT key, argMax(tuple(value), updated_at).1 AS latest, max(updated_at) AS latest_at "
+    "FROM search_meta GROUP BY key HAVING latest IS NOT NULL"
+)
 
 
 def meta(cur: Any) -> dict[str, str]:
     """The index's bookkeeping (rebuild progress, when it was built), the keys FTS5's side keeps."""
-    cur.execute("SELECT key, value FROM search_meta FINAL WHERE value IS NOT NULL")
+    cur.execute(f"SELECT key, latest FROM ({META_LATEST})")
     return {k: v for k, v in cur.fetchall()}
 
 
