@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.ingest_bench [--duration 20] [--latency-duration 15] [--clients 8]
                                            [--spans-per-request 300] [--no-reference] [--json OUT]
+                                           [--store duckdb|clickhouse|both]
 
 What runs: `python -m steplens.cli serve --port <free> --grpc-port 0 --db <tmp>` as a subprocess,
 driven over HTTP by concurrent asyncio clients (httpx) posting protobuf bodies of a few hundred
@@ -23,6 +24,13 @@ realistic agent spans (~700 bytes each on the wire; bench/_ingest_payloads.py). 
 The reference receiver (bench/_ingest_reference.py: decode, ack before commit, flatten in Python,
 Arrow, DuckDB append) gets phase 1 and 3 in the same run, as the yardstick on this machine/load;
 the last line is steplens' durable spans/s as a ratio of the reference's.
+
+`--store clickhouse` runs the same phases on `steplens serve --store clickhouse` over embedded
+ClickHouse (chDB, a data directory in the work directory: the same engine and SQL as a server, in
+the server's process); `--store both` runs DuckDB, then ClickHouse, in one invocation and prints
+ClickHouse's durable spans/s as a ratio of DuckDB's. A 200 means the same on both (fsynced spool);
+"stored" on ClickHouse is counted after the batch's inserts AND its runs' derivation. The stored
+spans are counted after stop in a separate process (one chDB session per process), with FINAL.
 """
 
 from __future__ import annotations
@@ -84,16 +92,21 @@ def _children(pid: int) -> list[int]:
 
 
 class ServerProcess:
-    """A receiver subprocess: steplens (`kind="steplens"`) or the reference (`kind="reference"`)."""
+    """A receiver subprocess: steplens (`kind="steplens"`, on `store`) or the reference (`kind="reference"`)."""
 
-    def __init__(self, kind: str, workdir: Path) -> None:
+    def __init__(self, kind: str, workdir: Path, store: str = "duckdb") -> None:
         self.kind = kind
-        self.db = workdir / f"{kind}.duckdb"
-        self.log = open(workdir / f"{kind}.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.store = store
+        label = kind if kind == "reference" else f"{kind}-{store}"
+        self.db = workdir / f"{label}.duckdb"
+        self.chdb = workdir / f"{label}.chdb"  # the ClickHouse data directory (store=clickhouse)
+        self.log = open(workdir / f"{label}.log", "wb")  # noqa: SIM115 - closed in stop()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         if kind == "steplens":
             port = free_port()
             cmd = [PYTHON, "-m", "steplens.cli", "serve", "--port", str(port), "--grpc-port", "0", "--db", str(self.db)]
+            if store == "clickhouse":
+                cmd += ["--store", "clickhouse", "--clickhouse-url", f"chdb://{self.chdb}"]
             self.proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=self.log, stderr=self.log)
         else:
             cmd = [PYTHON, "-m", "bench._ingest_reference", "--db", str(self.db)]
@@ -323,7 +336,33 @@ class Disk:
     bytes_per_span: float
 
 
+_COUNT_CLICKHOUSE = """
+import sys
+from ingest.store.clickhouse.transport import ChdbTransport
+t = ChdbTransport(sys.argv[1])
+r = t.query_arrow("SELECT count(), uniqExact(project, trace_id, span_id) FROM spans", settings={"final": 1})
+print(r.column(0)[0].as_py(), r.column(1)[0].as_py())
+t.close()
+"""
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def inspect_clickhouse(server: ServerProcess, stop_s: float) -> Disk:
+    """Count the ClickHouse store's spans in a separate process (one chDB session per process)."""
+    out = subprocess.run([PYTHON, "-c", _COUNT_CLICKHOUSE, str(server.chdb)], cwd=ROOT, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)  # fmt: skip
+    total, distinct = (int(x) for x in out.stdout.split())
+    size = _dir_bytes(server.chdb)
+    print(f"  peak RSS per process (server + normalize workers): {server.rss_breakdown()}")
+    return Disk(stop_s, server.peak_rss_mib, total, distinct, size, size / total if total else 0.0)
+
+
 def inspect_db(server: ServerProcess, stop_s: float) -> Disk:
+    if server.store == "clickhouse":
+        return inspect_clickhouse(server, stop_s)
     files = [server.db, server.db.with_name(server.db.name + ".wal")]
     size = sum(f.stat().st_size for f in files if f.exists())
     conn = duckdb.connect(str(server.db), read_only=True)
@@ -364,9 +403,10 @@ def report_throughput(name: str, t: Throughput) -> None:
               + f"  / {q[98]:,.0f} ms")
 
 
-def report_disk(name: str, d: Disk, acked: int) -> None:
+def report_disk(name: str, d: Disk, acked: int, store: str = "duckdb") -> None:
     exact = "exactly" if d.spans_in_db == d.distinct_spans == acked else "MISMATCH"
-    print(f"{name}: after stop ({d.stop_s:.1f} s): {d.spans_in_db:,} spans in DuckDB, {d.distinct_spans:,} distinct, "
+    where = "ClickHouse" if store == "clickhouse" else "DuckDB"
+    print(f"{name}: after stop ({d.stop_s:.1f} s): {d.spans_in_db:,} spans in {where}, {d.distinct_spans:,} distinct, "
           f"{acked:,} acknowledged -> {exact}")
     print(line("peak RSS of the server", d.peak_rss_mib, "MiB", TARGET_RSS_MIB))
     print(line("bytes per span on disk", d.bytes_per_span, "B", TARGET_BYTES_PER_SPAN))
@@ -388,17 +428,19 @@ def run_reference(factory: PayloadFactory, args: argparse.Namespace, workdir: Pa
     return {"throughput": asdict(t) | {"latencies_ms": None}, "disk": asdict(d)}
 
 
-def run_steplens(factory: PayloadFactory, args: argparse.Namespace, workdir: Path) -> dict:
-    server = ServerProcess("steplens", workdir)
+def run_steplens(factory: PayloadFactory, args: argparse.Namespace, workdir: Path, store: str = "duckdb") -> dict:
+    server = ServerProcess("steplens", workdir, store)
+    name = f"steplens on {store}"
+    print(f"{name}: {loadavg()} at start", flush=True)
     try:
         t = asyncio.run(throughput(server, factory, args.duration, args.clients))
-        report_throughput("steplens (200 = fsynced)", t)
+        report_throughput(f"{name} (200 = fsynced)", t)
         rate = min(t.durable_spans_s, TARGET_SPANS_S) / 2
         lat = asyncio.run(latency(server, factory, rate, args.latency_duration))
     finally:
         stop_s = server.stop()
     note = "" if rate == TARGET_SPANS_S / 2 else "  (half the MEASURED rate: the target rate was not reached)"
-    print(f"steplens at {rate:,.0f} spans/s open loop for {args.latency_duration:.0f} s: {lat.requests} requests, "
+    print(f"{name} at {rate:,.0f} spans/s open loop for {args.latency_duration:.0f} s: {lat.requests} requests, "
           f"{lat.non_200} not 200, {lat.late_sends} sent late{note}")
     print(line("request latency p50", lat.p50_ms, "ms"))
     print(line("request latency p99", lat.p99_ms, "ms", TARGET_P99_MS))
@@ -406,17 +448,28 @@ def run_steplens(factory: PayloadFactory, args: argparse.Namespace, workdir: Pat
     print(line(f"200 -> queryable, max of {len(lat.visible_s)}", lat.visible_max_s, "s", TARGET_VISIBLE_S)
           + (f"  ({lat.invisible} never seen in 30 s)" if lat.invisible else ""))
     d = inspect_db(server, stop_s)
-    report_disk("steplens", d, t.acked_spans + lat.acked_spans)
+    report_disk(name, d, t.acked_spans + lat.acked_spans, store)
+    print(f"{name}: {loadavg()} at end", flush=True)
     return {"throughput": asdict(t) | {"latencies_ms": None}, "latency": asdict(lat), "disk": asdict(d)}
 
 
-def report_ratio(results: dict) -> float:
+def report_stores(results: dict) -> float:
+    """ClickHouse's durable spans/s over DuckDB's, both measured in this run."""
+    duck = results["steplens"]["throughput"]["durable_spans_s"]
+    ch = results["clickhouse"]["throughput"]["durable_spans_s"]
+    ratio = ch / duck if duck else 0.0
+    print(f"clickhouse / duckdb durable spans/s: {ch:,.0f} / {duck:,.0f} = {ratio:.2f}x")
+    return ratio
+
+
+def report_ratio(results: dict, key: str = "steplens") -> float:
     """steplens' durable spans/s over the reference receiver's, both measured in this run: the
     yardstick that survives the machine's load (issue 19 asks for >= 0.9)."""
-    ours = results["steplens"]["throughput"]["durable_spans_s"]
+    ours = results[key]["throughput"]["durable_spans_s"]
     reference = results["reference"]["throughput"]["durable_spans_s"]
     ratio = ours / reference if reference else 0.0
-    print(f"steplens / reference durable spans/s: {ours:,.0f} / {reference:,.0f} = {ratio:.2f}x "
+    label = "steplens" if key == "steplens" else f"steplens on {key}"
+    print(f"{label} / reference durable spans/s: {ours:,.0f} / {reference:,.0f} = {ratio:.2f}x "
           f"(goal >= {TARGET_REFERENCE_RATIO:.1f}x: {'MET' if ratio >= TARGET_REFERENCE_RATIO else 'NOT MET'})")
     return ratio
 
@@ -430,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-reference", action="store_true", help="skip the reference receiver")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases and logs")
+    parser.add_argument("--store", choices=("duckdb", "clickhouse", "both"), default="duckdb",
+                        help="the store(s) steplens runs on; both: DuckDB then ClickHouse (chDB), in this run")
     args = parser.parse_args(argv)
 
     factory = PayloadFactory(args.spans_per_request)
@@ -442,9 +497,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.no_reference:
             results["reference"] = run_reference(factory, args, workdir)
-        results["steplens"] = run_steplens(factory, args, workdir)
-        if "reference" in results:
+        if args.store in ("duckdb", "both"):
+            results["steplens"] = run_steplens(factory, args, workdir)
+        if args.store in ("clickhouse", "both"):
+            results["clickhouse"] = run_steplens(factory, args, workdir, "clickhouse")
+        if "reference" in results and "steplens" in results:
             results["ratio_to_reference"] = report_ratio(results)
+        if "reference" in results and "clickhouse" in results:
+            results["clickhouse_ratio_to_reference"] = report_ratio(results, "clickhouse")
+        if "steplens" in results and "clickhouse" in results:
+            results["clickhouse_to_duckdb"] = report_stores(results)
     finally:
         results["load_end"] = os.getloadavg()
         print(f"{loadavg()} at end; work files in {workdir}" + ("" if args.keep else " (removed)"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
@@ -163,6 +164,75 @@ def load_spans(transport: Transport, database: str, rows: pa.Table, token: str) 
     return fresh.num_rows, traces
 
 
+@dataclass
+class SpanBatch:
+    """What one batch insert of spans did: `fresh` the rows inserted; `continued` the traces that
+    already had spans stored before it (their other spans are only in ClickHouse)."""
+
+    received: int
+    fresh: pa.Table
+    traces: list[Trace]
+    continued: set[Trace]
+
+    @property
+    def inserted(self) -> int:
+        return self.fresh.num_rows
+
+
+def load_span_batch(transport: Transport, database: str, tables: list[pa.Table], token: str) -> SpanBatch:
+    """Insert the spans of several spool records not stored yet, in ONE insert under `token`.
+
+    Why one insert: each ClickHouse insert writes a part and costs a fixed ~10 ms (more on a busy
+    server) whatever its size, and each anti-join query a few ms, so a record of a few hundred
+    spans paid far more for the round trips than for its rows. The anti-join is the same rule as
+    `load_spans` over the whole batch (the first of each key wins, across records too)."""
+    rows = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+    traces = _traces(rows)
+    stored = stored_span_keys(transport, database, traces)
+    fresh = new_spans(rows, stored)
+    search_load.load_docs(transport, database, fresh, token)  # before the spans: see search_load.py
+    insert(transport, database, SPANS, fresh, token)
+    return SpanBatch(rows.num_rows, fresh, traces, {(p, t) for p, t, _ in stored})
+
+
+def _trace_mask(rows: pa.Table, traces: set[Trace]) -> pa.Array:
+    pairs = zip(rows.column("project").to_pylist(), rows.column("trace_id").to_pylist(), strict=True)
+    return pa.array([pair in traces for pair in pairs], pa.bool_())
+
+
+def derivation_spans(
+    transport: Transport, database: str, traces: list[Trace], local: SpanBatch | None
+) -> tuple[pa.Table, set[Trace]]:
+    """Every stored span of `traces`, and the traces known to have had nothing derived before.
+
+    With `local` (the batch just inserted), a trace that had no spans stored before it and whose
+    keys in ClickHouse now are exactly the batch's (no other node added any) is taken from the
+    batch's own rows instead of being read back: the usual fresh trace costs one key query for
+    the whole batch instead of its full rows. Called after the revision is taken, so of two nodes
+    deriving one trace the one that checked later, whose revision wins, saw the other's spans
+    (and then reads the trace back in full)."""
+    if local is None or not local.fresh.num_rows:
+        return read_spans(transport, database, traces), set()
+    now_stored: dict[Trace, set[str]] = {}
+    for project, trace_id, span_id in stored_span_keys(transport, database, traces):
+        now_stored.setdefault((project, trace_id), set()).add(span_id)
+    ours: dict[Trace, set[str]] = {}
+    for project, trace_id, span_id in zip(
+        local.fresh.column("project").to_pylist(), local.fresh.column("trace_id").to_pylist(),
+        local.fresh.column("span_id").to_pylist(), strict=True,
+    ):  # fmt: skip
+        ours.setdefault((project, trace_id), set()).add(span_id)
+    new = {t for t in traces if t not in local.continued and t in ours and now_stored.get(t) == ours[t]}
+    parts = []
+    if new:
+        own = local.fresh.filter(_trace_mask(local.fresh, new))
+        parts.append(own.select(SPANS_SCHEMA.names).cast(SPANS_SCHEMA))
+    others = [t for t in traces if t not in new]
+    if others:
+        parts.append(read_spans(transport, database, others))
+    return (parts[0] if len(parts) == 1 else pa.concat_tables(parts)), new
+
+
 def load_logs(transport: Transport, database: str, rows: pa.Table, token: str) -> pa.Table:
     """Insert the log records of one spool record not stored yet (by their content key); returns
     the new ones (their evaluation results become scores)."""
@@ -183,6 +253,17 @@ def load_logs(transport: Transport, database: str, rows: pa.Table, token: str) -
     fresh = rows.filter(pa.array(keep, pa.bool_())) if not all(keep) else rows
     insert(transport, database, LOG_RECORDS, fresh, token)
     return fresh
+
+
+def insert_scores(transport: Transport, database: str, tables: list[pa.Table], token: str) -> int:
+    """One deduplicated insert of the scores of one or more spool records that replace or add a
+    score (`scores_to_write`: a score id keeps its latest `created_at`, as on DuckDB); returns how many."""
+    rows = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+    if not rows.num_rows:
+        return 0
+    fresh = scores_to_write(rows, stored_score_times(transport, database, rows))
+    insert(transport, database, SCORES, fresh, token)
+    return fresh.num_rows
 
 
 def store_scores(transport: Transport, database: str, scores: pa.Table) -> None:
@@ -278,15 +359,17 @@ def store_runs(transport: Transport, database: str, runs: pa.Table, revision: in
 
 
 def replace_trace_rows(
-    transport: Transport, database: str, table: Table, rows: pa.Table, traces: Iterable[Trace], revision: int
+    transport: Transport, database: str, table: Table, rows: pa.Table, traces: Iterable[Trace], revision: int,
+    new: set[Trace] | frozenset[Trace] = frozenset(),
 ) -> None:
     """Make `rows` the whole current set of `table` for `traces`: insert them under `revision` and a
-    tombstone (is_deleted) for every stored key of those traces that is no longer among them."""
+    tombstone (is_deleted) for every stored key of those traces that is no longer among them.
+    `new`: traces that had no spans stored before, hence no rows yet; their stored keys are not read."""
     key = table.per_trace_key
     current = {tuple(r[k] for k in key) for r in rows.select(list(key)).to_pylist()} if rows.num_rows else set()
     gone: list[tuple] = []
     select = ", ".join(f"`{k}`" for k in key)
-    for project, trace_ids in _by_project(traces).items():
+    for project, trace_ids in _by_project(t for t in traces if t not in new).items():
         stored = transport.query_arrow(
             f"SELECT {select} FROM {_quoted(database, table.name)} FINAL "
             "WHERE project = {project:String} AND trace_id IN {trace_ids:Array(String)}",

@@ -1,6 +1,6 @@
 """Writing search documents to ClickHouse: the load path's part of full-text search (design.md §4).
 
-Exactly once, like spans: the load inserts a spool record's documents BEFORE its spans, with their
+Exactly once, like spans: the load inserts a load batch's documents BEFORE its spans, with their
 own `insert_deduplication_token` (the spans' token plus `:search_docs`), for the same spans the
 spans insert adds (the anti-join's new ones). A crash between the two inserts replays the record:
 its spans are still new, so the same documents go again under the same token and ClickHouse drops

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 POSITION_FILE = "clickhouse.position"
 SPOOL_ID_FILE = "clickhouse.spool-id"
+INFLIGHT_FILE = "clickhouse.inflight"
 
 
 def _fsync_write(path: Path, text: str) -> None:
@@ -80,6 +81,20 @@ def read_position(spool_dir: Path) -> Position:
 
 def write_position(spool_dir: Path, position: Position) -> None:
     _fsync_write(spool_dir / POSITION_FILE, json.dumps({"segment": position.segment, "offset": position.offset}))
+
+
+def write_inflight(spool_dir: Path, end: Position) -> None:
+    """Record (fsynced) the end of the batch about to be inserted: a replay cuts its first batch
+    there, so that batch's inserts carry the same dedup tokens as before the crash."""
+    _fsync_write(spool_dir / INFLIGHT_FILE, json.dumps({"segment": end.segment, "offset": end.offset}))
+
+
+def read_inflight(spool_dir: Path) -> Position | None:
+    try:
+        data = json.loads((spool_dir / INFLIGHT_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    return Position(int(data["segment"]), int(data["offset"]))
 
 
 def spool_id(spool_dir: Path) -> str:
@@ -211,6 +226,8 @@ class ClickHouseWriter:
         batch: list[LoadItem] = []
         spans = 0
         seq = first_seq
+        inflight = read_inflight(self._spool_dir)
+        cut = inflight if inflight is not None and (inflight.segment, inflight.offset) > (start.segment, start.offset) else None
         for segment in list_segments(self._spool_dir):
             if segment < start.segment:
                 continue
@@ -227,7 +244,11 @@ class ClickHouseWriter:
                         request = None
                 batch.append(LoadItem(seq, record.project, request, record.payload, 0, n, record.end, kind=record.kind))
                 spans += n
-                if spans >= self._load_batch_spans:
+                if cut is not None:  # the batch in flight at the crash, cut where it was
+                    if record.end == cut:
+                        self._load(batch)
+                        batch, spans, cut = [], 0, None
+                elif spans >= self._load_batch_spans:
                     self._load(batch)
                     batch, spans = [], 0
         if batch:
@@ -297,12 +318,54 @@ class ClickHouseWriter:
             return scores_load.normalize(item.project, item.raw(), now)
         return self._normalize(item.project, item.parsed(), now)
 
+    def _batch_token(self, records: list[LoadItem], table: str) -> str:
+        """The dedup token of one batch insert: the spool positions of the load batch's first and
+        last record (one record: that record's token). The batch's range is fsynced in the inflight
+        file before its inserts, so a replay after a crash re-forms the same first batch and its
+        inserts carry the same tokens."""
+        if len(records) == 1:
+            return self._token(records[0], table)
+        first, last = records[0].end, records[-1].end
+        return f"steplens:{self._spool_id}:{first.segment}:{first.offset}-{last.segment}:{last.offset}:{table}"
+
+    def _insert_records(
+        self, kind: RecordKind, records: list[tuple[LoadItem, pa.Table]], batch: list[LoadItem],
+        together: Callable[[Transport, list[pa.Table], str], Any],
+        alone: Callable[[Transport, pa.Table, str], Any], table: str,
+    ) -> list[Any] | None:
+        """Insert the rows of `records` (all of one kind) in one insert (`together`); when that
+        fails for a reason of its data, record by record (`alone`, each under its own token), so
+        only the failing record goes to the dead letters. Returns the results (one for the batch,
+        or one per record that went in), None when closing while ClickHouse keeps failing."""
+        if not records:
+            return []
+        what = f"ClickHouse {table} insert"
+        try:
+            token = self._batch_token(batch, table)
+            tables = [rows for _, rows in records]
+            return [self._retrying(what, lambda: together(self.connect(), tables, token))]
+        except Exception as exc:  # noqa: BLE001
+            if environmental(exc):
+                return None
+            log.warning("inserting %d %s record(s) together failed (%s); inserting them one by one",
+                        len(records), kind.name.lower(), exc)
+        results = []
+        for item, rows in records:
+            try:
+                results.append(self._retrying(what, lambda r=rows, i=item: alone(self.connect(), r,
+                                                                                  self._token(i, table))))
+            except Exception as exc:  # noqa: BLE001
+                if environmental(exc):
+                    return None
+                self._dead_letter(item, exc)
+        return results
+
     def _load(self, batch: list[LoadItem]) -> bool:
-        """Load `batch`, derive its traces' runs, move the mark. False: closing before it could."""
+        """Load `batch`, derive its traces' runs, move the mark. False: closing before it could.
+
+        One insert per table for the whole batch (not per record): see load.load_span_batch."""
         started = time.monotonic()
-        inserted = received = logs = received_logs = scores = received_scores = 0
-        touched: set[load.Trace] = set()
-        new_logs: list[pa.Table] = []
+        by_kind: dict[RecordKind, list[tuple[LoadItem, pa.Table]]] = {k: [] for k in RecordKind}
         for item in batch:
             try:
                 rows = self._retrying("normalizing a record", lambda i=item: self._rows(i))
@@ -311,32 +374,50 @@ class ClickHouseWriter:
                     return False  # closing while it keeps failing (out of memory): the spool keeps it
                 self._dead_letter(item, exc)
                 continue
+            by_kind[item.kind].append((item, rows))
+        if len(batch) > 1:
             try:
-                if item.kind is RecordKind.TRACES:
-                    n, traces = self._retrying("ClickHouse span insert",
-                                               lambda r=rows, i=item: load.load_spans(self.connect(), self._db, r,
-                                                                                       self._token(i, "spans")))
-                    inserted += n
-                    received += rows.num_rows
-                    touched.update(traces)
-                elif item.kind is RecordKind.LOGS:
-                    fresh = self._retrying("ClickHouse log insert", lambda r=rows, i=item: load.load_logs(
-                        self.connect(), self._db, r, self._token(i, "log_records")))
-                    logs += fresh.num_rows
-                    received_logs += rows.num_rows
-                    new_logs.append(fresh)
-                else:
-                    scores += self._retrying("ClickHouse score insert", lambda r=rows, i=item: load.load_scores(
-                        self.connect(), self._db, r, self._token(i, "scores")))
-                    received_scores += rows.num_rows
-            except Exception as exc:  # noqa: BLE001
-                if environmental(exc):
-                    return False  # closing: stays in the spool
-                self._dead_letter(item, exc)
+                self._retrying("writing the inflight batch", lambda: write_inflight(self._spool_dir, batch[-1].end))
+            except OSError:
+                return False
+        db = self._db
+        span_batches = self._insert_records(
+            RecordKind.TRACES, by_kind[RecordKind.TRACES], batch,
+            lambda t, tables, token: load.load_span_batch(t, db, tables, token),
+            lambda t, rows, token: load.load_spans(t, db, rows, token), "spans",
+        )
+        new_logs = self._insert_records(
+            RecordKind.LOGS, by_kind[RecordKind.LOGS], batch,
+            lambda t, tables, token: load.load_logs(t, db, logs_load.concat(tables) or tables[0], token),
+            lambda t, rows, token: load.load_logs(t, db, rows, token), "log_records",
+        )
+        scored = self._insert_records(
+            RecordKind.SCORES, by_kind[RecordKind.SCORES], batch,
+            lambda t, tables, token: load.insert_scores(t, db, tables, token),
+            lambda t, rows, token: load.insert_scores(t, db, [rows], token), "scores",
+        )
+        if span_batches is None or new_logs is None or scored is None:
+            return False  # closing: stays in the spool
+        touched: set[load.Trace] = set()
+        local: load.SpanBatch | None = None
+        inserted = 0
+        for result in span_batches:
+            if isinstance(result, load.SpanBatch):
+                local = result
+                inserted += result.inserted
+                touched.update(result.traces)
+            else:  # (inserted, traces) of a record loaded alone: its traces are read back whole
+                inserted += result[0]
+                touched.update(result[1])
+        received = sum(rows.num_rows for _, rows in by_kind[RecordKind.TRACES])
+        received_logs = sum(rows.num_rows for _, rows in by_kind[RecordKind.LOGS])
+        received_scores = sum(rows.num_rows for _, rows in by_kind[RecordKind.SCORES])
+        logs = sum(t.num_rows for t in new_logs)
+        scores = sum(scored)
         logs_table = logs_load.concat(new_logs)
         if touched or logs_table is not None:
             try:
-                self._retrying("run derivation", lambda: self._derive(touched, logs_table))
+                self._retrying("run derivation", lambda: self._derive(touched, logs_table, local))
             except Exception as exc:  # noqa: BLE001
                 if environmental(exc):
                     return False
@@ -378,21 +459,23 @@ class ClickHouseWriter:
                           next(iter(group), ("logs", "")), type(one).__name__, one)
         return True
 
-    def _derive(self, traces: set[load.Trace], logs: pa.Table | None) -> None:
-        """New run versions of `traces`, and the scores of their evaluation events and of `logs`."""
+    def _derive(self, traces: set[load.Trace], logs: pa.Table | None, local: load.SpanBatch | None = None) -> None:
+        """New run versions of `traces`, and the scores of their evaluation events and of `logs`.
+        `local`: the batch insert that touched them, whose rows stand in for reading fresh traces back."""
         started = time.monotonic()
         transport = self.connect()
         # the revision is taken before the spans are read: of two nodes deriving one trace, the one
         # that read later (so saw at least the spans the other saw) wins
         revision = time.time_ns()
-        spans = load.read_spans(transport, self._db, sorted(traces)) if traces else None
+        spans, new = load.derivation_spans(transport, self._db, sorted(traces), local) if traces else (None, set())
         runs, scores = self._deriver.derive(spans, logs, utcnow())
         load.store_runs(transport, self._db, runs, revision)
         load.store_scores(transport, self._db, scores)
         if traces:
             analytics = self._deriver.analytics()
             for table in ANALYTICS_TABLES:
-                load.replace_trace_rows(transport, self._db, table, analytics[table.name], sorted(traces), revision)
+                load.replace_trace_rows(transport, self._db, table, analytics[table.name], sorted(traces), revision,
+                                        new)
         self.upkeep_passes += 1
         self.last_upkeep_s = time.monotonic() - started
         self._hooks.upkept(len(traces), self.last_upkeep_s)
