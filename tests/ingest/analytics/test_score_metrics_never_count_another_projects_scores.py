@@ -9,11 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.ingest.api.harness import BACKENDS
 from tests.support.scores_http import post_scores
 from tests.support.two_projects import AGENT, PER_VERSION, start_two_projects
 
 
+@pytest.mark.parametrize("backend", BACKENDS)  # the same verdicts on both stores
 def test_a_projects_score_metric_never_counts_another_projects_scores(start_ingest_server: Callable[..., Any]) -> None:
     world = start_two_projects(start_ingest_server)
     url, a, b = world.srv.http_url, world.traces["A"], world.traces["B"]

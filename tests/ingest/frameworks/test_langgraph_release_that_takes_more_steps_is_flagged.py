@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.ingest.analytics.synthetic import wait_first_evaluation
+from tests.ingest.api.harness import BACKENDS
 
 CAPTURE = Path(__file__).resolve().parents[2] / "fixtures" / "frameworks" / "langgraph_release_regression"
 STEPLENS = str(Path(sys.executable).with_name("steplens"))
@@ -62,6 +64,7 @@ def _alerts_check(url: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)  # fmt: skip
 
 
+@pytest.mark.parametrize("backend", BACKENDS)  # the same verdicts on both stores
 def test_langgraph_v2_taking_more_steps_is_flagged_alerted_and_its_failures_clustered(
     start_ingest_server: Callable[..., Any],
 ) -> None:
