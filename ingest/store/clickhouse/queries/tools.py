@@ -42,6 +42,7 @@ SELECT coalesce(t.tool_name, ?) AS tool, count() AS entries, uniqExact(t.project
     sum(CAST(ifNull(t.decision_input_tokens, 0), '{_DEC}')) AS decision_input_tokens,
     sum(CAST(ifNull(t.decision_output_tokens, 0), '{_DEC}')) AS decision_output_tokens,
     groupArraySorted({_TOP_CALLS})((-({_EXAMPLE_KEY}), t.trace_id)) AS top_calls,
+    sumMapIf(map(coalesce(t.error_type, 'error'), toUInt64(1)), t.is_error) AS error_kinds,
     count(t.duration_ms) AS timed,
     quantilesExactInclusive(0.5, 0.95)(t.duration_ms) AS latency
 {{scope}}
@@ -55,12 +56,6 @@ SELECT coalesce(t.tool_name, ?) AS tool,
         1, {EXAMPLE_CANDIDATES}) AS examples
 {{scope}} AND has(?, tool)
 GROUP BY tool
-"""
-
-_ERRORS = """
-SELECT coalesce(t.tool_name, ?) AS tool, coalesce(t.error_type, 'error') AS kind, count() AS n
-{scope} AND t.is_error
-GROUP BY tool, kind
 """
 
 _CARRY = """
@@ -90,8 +85,13 @@ def tool_rows(cur: Any, filters: CommonFilters) -> ToolRows:
     cur.execute(_CALLS.format(scope=scope), [UNNAMED, *params])
     names = [d[0] for d in cur.description]
     stats: dict[str, dict[str, Any]] = {}
+    errors: dict[str, dict[str, int]] = {}  # errors by type, counted in the same pass
     for row in cur.fetchall():
         r = dict(zip(names, row, strict=True))
+        kinds = r["error_kinds"]
+        for kind, n in kinds.items() if isinstance(kinds, dict) else kinds:  # Arrow gives a map as pairs
+            if n:
+                errors.setdefault(r["tool"], {})[kind] = int(n)
         if not r["entries"]:
             continue
         timed = bool(r["timed"])
@@ -110,11 +110,6 @@ def tool_rows(cur: Any, filters: CommonFilters) -> ToolRows:
         cur.execute(_ALL_EXAMPLES.format(scope=scope), [UNNAMED, *params, short])
         for tool, examples in cur.fetchall():
             stats[tool]["example_candidates"] = list(examples)
-    errors: dict[str, dict[str, int]] = {}
-    cur.execute(_ERRORS.format(scope=scope), [UNNAMED, *params])
-    for tool, kind, n in cur.fetchall():
-        if n:
-            errors.setdefault(tool, {})[kind] = int(n)
     carry: dict[str, dict[str, int]] = {}
     carry_scope, carry_params = facts_from("tool_carry", "c", filters)
     cur.execute(_CARRY.format(scope=carry_scope), [UNNAMED, *carry_params])
