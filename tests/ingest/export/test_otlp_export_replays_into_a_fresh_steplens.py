@@ -47,7 +47,7 @@ def test_otlp_export_replays_into_a_fresh_steplens(
     exported = tmp_path / "spans.otlp.jsonl"
     assert not (tmp_path / "runs.otlp.jsonl").exists()  # OTLP carries spans; runs are derived from them
 
-    target = start_ingest_server(grpc_port=0)
+    target = start_ingest_server(grpc_port=0, store="duckdb")  # one chDB per process: the target is DuckDB
     assert import_command([exported], target.http_url) == 0
     assert target.store.wait_loaded(30)
 

@@ -47,7 +47,9 @@ def _rows(server, trace_hex: str) -> dict[str, dict]:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_langfuse_sdk_run_is_stored_and_mapped(keyed_server) -> None:
     client = langfuse.Langfuse(
-        public_key="pk-lf-anything",
+        # the SDK keeps one client per public key for the process: a key of this server's own, so a
+        # second parametrized run never reuses the first run's exporter (aimed at a stopped server)
+        public_key=f"pk-lf-{keyed_server.settings.store}-{keyed_server.http_url.rsplit(':', 1)[1]}",
         secret_key=KEY,
         base_url=keyed_server.http_url,
         tracer_provider=TracerProvider(),
