@@ -11,7 +11,12 @@ Models also flail: the same tool again and again, each time with slightly differ
 (another spelling, another page, another id). With `max_same_tool_in_a_row=N`, a call of the tool
 whose last N executed calls in a row were that tool is not executed either: the first time it is
 a warning, a further call of the same tool in that streak is a hard flag. Any other executed call
-ends the streak. `None` (or 0) disables the rule.
+ends the streak. `None` (or 0) disables the rule, and it is off by default: many tools are
+rightly called several times in a row with other arguments (pages of a document, one order after
+another), so where a streak means flailing depends on the agent's tools. The kernel's own paging and
+memory tools (`read_observation`, `remember`) are exempt from it (`streak_exempt`): reading page
+after page of a saved-aside result, or writing several facts, is progress, not a loop; an identical
+repeat of them is still caught.
 
 A refusal is not a tool call: the loop records it as a guard event on the step (design.md §2),
 never as a denied `execute_tool`, so it does not inflate tool error or denial rates.
@@ -27,20 +32,28 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kernel.memory import REMEMBER_TOOL_NAME
+from kernel.observations import READ_TOOL_NAME
 from kernel.types import ToolCall
 from tracer.conventions import GuardRule
 
 Severity = Literal["soft", "hard"]
 
+# Tools the same-tool streak rule never refuses: the kernel's pager and memory writer, whose repeated
+# calls with new arguments (the next offset, another fact) are how they are meant to be used.
+STREAK_EXEMPT_TOOLS: frozenset[str] = frozenset({READ_TOOL_NAME, REMEMBER_TOOL_NAME})
+
 
 @dataclass(frozen=True)
 class LoopGuard:
     """Configuration (shared by all runs of an agent). `window=0` disables repeat detection;
-    `max_same_tool_in_a_row=None` disables the same-tool streak rule."""
+    `max_same_tool_in_a_row=None` disables the same-tool streak rule; `streak_exempt` names tools
+    it never refuses (an identical repeat of them is still caught)."""
 
     window: int = 3
     require_error_ack: bool = False
     max_same_tool_in_a_row: int | None = None
+    streak_exempt: frozenset[str] = STREAK_EXEMPT_TOOLS
 
     def session(self) -> LoopGuardSession:
         """Fresh per-run state."""
@@ -94,7 +107,7 @@ class LoopGuardSession:
 
     def _check_streak(self, call: ToolCall) -> LoopVerdict | None:
         limit = self.config.max_same_tool_in_a_row
-        if not limit or self._streak_tool != call.name or self._streak < limit:
+        if not limit or self._streak_tool != call.name or self._streak < limit or call.name in self.config.streak_exempt:
             return None
         hard = self._streak_warned
         self._streak_warned = True
@@ -168,4 +181,4 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["LoopGuard", "LoopGuardSession", "LoopVerdict", "Severity", "call_key"]
+__all__ = ["STREAK_EXEMPT_TOOLS", "LoopGuard", "LoopGuardSession", "LoopVerdict", "Severity", "call_key"]

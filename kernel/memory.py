@@ -36,6 +36,7 @@ Scorer = Callable[[str, str], float]  # (query, memory text) -> relevance in [0,
 _WORD = re.compile(r"\w+", re.UNICODE)
 # The line that opens the recalled memories in the system prompt (one "- key: value" line each follows).
 RECALL_HEADER = "What you remember about this user from earlier conversations:"
+REMEMBER_TOOL_NAME = "remember"  # the tool the agent registers for the model to write memories
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,7 @@ class LongTermMemory:
         """The `remember` tool the agent registers: the model decides what is worth keeping.
         `current_scope` answers the running run's scope (the tool object is shared by runs)."""
 
-        @tool(name="remember", side_effect=True)
+        @tool(name=REMEMBER_TOOL_NAME, side_effect=True)
         async def remember(key: str, value: str) -> str:
             """Remember a fact about the user for later conversations (a preference, an account
             detail, a decision). The same key again replaces the old fact."""

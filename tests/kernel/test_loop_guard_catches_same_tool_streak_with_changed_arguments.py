@@ -1,7 +1,8 @@
 """A model flailing with one tool (each call with different arguments) is caught when the streak
 rule is on: past `max_same_tool_in_a_row` executed calls in a row, the next call of that tool is
 refused (a warning first, then a hard flag that counts as an error), another tool ends the streak,
-and the refusals are guard events, never tool observations."""
+and the refusals are guard events, never tool observations. The kernel's pager and memory writer
+are exempt: paging a saved-aside result or writing several facts is not flailing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from kernel.agent import Agent
 from kernel.budgets import Budget
 from kernel.llm import ScriptedLLM
 from kernel.loop_guard import LoopGuard
+from kernel.memory import LongTermMemory, SQLiteMemoryStore
+from kernel.observations import BigObservations
 from kernel.tools import tool
 from kernel.types import ToolCall
 from tests.support.scripted_runs import act, final
@@ -91,3 +94,36 @@ async def test_a_model_that_changes_tool_after_the_warning_goes_on() -> None:
     assert result.ok and result.answer == "42"
     assert [s.kind for s in result.steps] == [StepKind.TOOL, StepKind.TOOL, StepKind.LOOP_GUARD, StepKind.TOOL,
                                               StepKind.TOOL, StepKind.FINISH]
+
+
+async def test_paging_a_saved_aside_result_and_writing_several_memories_are_not_a_streak(tmp_path) -> None:
+    """The kernel's own pager and memory writer are meant to be called again and again with new
+    arguments: with the streak rule on, a model reads a big result page after page and writes
+    several facts in a row, none refused; an identical page read is still a repeat, and the
+    exemption is the guard's setting (emptied, the third page read is refused)."""
+    @tool
+    async def export_orders() -> str:
+        """Every order, one per line."""
+        return "\n".join(f"order {i:04d}: shipped" for i in range(2000))
+
+    pages = [act("read_observation", ref="obs-1", offset=offset) for offset in (2000, 6000, 10000, 14000)]
+    facts = [act("remember", key=f"fact-{i}", value=f"value {i}") for i in range(4)]
+    script = [act("export_orders"), *pages, act("read_observation", ref="obs-1", offset=14000), *facts,
+              final("2000 orders")]
+    memory = LongTermMemory(SQLiteMemoryStore(tmp_path / "memories.sqlite"))
+    llm = ScriptedLLM(script)
+    agent = Agent("shop", "1", llm, [export_orders], memory=memory, big_observations=BigObservations(),
+                  loop_guard=LoopGuard(max_same_tool_in_a_row=2))
+    result = await agent.run("Read every order and keep what matters", user_id="alice")
+    assert result.ok and result.answer == "2000 orders"
+    assert [s.kind for s in result.steps] == [StepKind.TOOL] * 5 + [StepKind.LOOP_GUARD] + [StepKind.TOOL] * 4 + [
+        StepKind.FINISH]
+    assert [e.rule for s in result.steps for e in s.guard_events] == [GuardRule.REPEATED_CALL]  # the same page again
+    assert result.steps[4].observations[0].content.startswith("[obs-1: characters 14000-18000 of")  # fourth page
+    assert sorted(r.key for r in memory.store.since("shop@1/alice", 0)) == [f"fact-{i}" for i in range(4)]
+
+    strict = Agent("shop", "1", ScriptedLLM([act("export_orders"), *pages[:3], final("stuck")]), [export_orders],
+                   big_observations=BigObservations(), loop_guard=LoopGuard(max_same_tool_in_a_row=2,
+                                                                             streak_exempt=frozenset()))
+    refused = await strict.run("Read every order")
+    assert [e.rule for e in refused.steps[3].guard_events] == [GuardRule.SAME_TOOL_STREAK]
