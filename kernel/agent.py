@@ -142,6 +142,7 @@ class Agent:
         memory: LongTermMemory | None = None,
         big_observations: BigObservations | None = None,
         handoff: HandoffPolicy | None = None,
+        purpose: LLMPurpose | str = LLMPurpose.STEP,
     ) -> None:
         if mode not in ("text", "function_calling"):
             raise ValueError(f"mode must be 'text' or 'function_calling', not {mode!r}")
@@ -151,6 +152,9 @@ class Agent:
             raise ValueError("compaction_watermark must be in (0, 1]")
         self.name = name
         self.version = version
+        # What the run's model calls are for (each chat span's steplens.llm.purpose, what a Router
+        # routes on): a ReAct step, or `judge` for an agent that grades another run's output.
+        self.purpose = LLMPurpose(purpose)
         # `gen_ai.agent.id` on run spans: stable across processes unless the caller has a real id.
         self.agent_id = agent_id if agent_id is not None else f"{name}@{version}"
         self.llm = llm
@@ -392,7 +396,7 @@ class Agent:
             response = await self._bounded(
                 state,
                 telemetry.complete(self.llm, messages, tools, temperature=self.temperature, max_tokens=max_tokens,
-                                   purpose=LLMPurpose.STEP),
+                                   purpose=self.purpose),
                 "the LLM call",
             )
         except LLMError as exc:  # LLMUnavailable, or a bare adapter's classified failure

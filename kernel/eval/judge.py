@@ -6,7 +6,8 @@ process); it is also usable alone. The judge is an `Agent` without tools in func
 so the call gets what every kernel run gets: retries with backoff and the fallback chain
 (`ResilientLLM`), a budget, a run that never raises, and, when `endpoint` is given, a trace of its
 own: `invoke_agent steplens-judge` with mode `eval` and `steplens.eval.run_id` / `case_id` naming
-the rule and the judged run, priced like any LLM call, exported before the answer is printed.
+the rule and the judged run, priced like any LLM call, exported before the answer is printed; its
+chat spans say `steplens.llm.purpose=judge` (`Agent(purpose=...)`), not `step`.
 
 Request: {"system", "prompt", "models": [{"model", "base_url", "api_key_env"}...], "temperature",
 "max_tokens", "agent", "version", "eval_run_id", "eval_case_id", "endpoint" (OTLP/HTTP traces URL or
@@ -27,7 +28,7 @@ from kernel.agent import Agent
 from kernel.budgets import Budget
 from kernel.llm import OpenAICompatLLM, ResilientLLM
 from kernel.telemetry import run_labels
-from tracer.conventions import RunMode
+from tracer.conventions import LLMPurpose, RunMode
 
 MAX_ATTEMPTS_PER_MODEL = 3
 
@@ -51,7 +52,7 @@ async def judge(request: dict[str, Any]) -> dict[str, Any]:
         str(request.get("agent") or "steplens-judge"), str(request.get("version") or "1"), _llm(request),
         tools=[], system_prompt=str(request["system"]), mode="function_calling",
         budget=Budget(max_steps=1, max_consecutive_unparsable=1), max_tokens=int(request.get("max_tokens") or 400),
-        temperature=float(request.get("temperature") or 0.0),
+        temperature=float(request.get("temperature") or 0.0), purpose=LLMPurpose.JUDGE,
     )
     with run_labels(mode=RunMode.EVAL, eval_run_id=request.get("eval_run_id"),
                     eval_case_id=request.get("eval_case_id")):
