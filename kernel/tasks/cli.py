@@ -95,7 +95,10 @@ def status_command(db: Path, task_id: str, *, as_json: bool = False, console: Co
         ("finished", _when(task.finished_at)),
         ("queued", "" if task.queued_s is None else f"{task.queued_s:.2f} s"),
         ("reason", task.reason or ""),
-        ("stop reason", result.stop_reason if result else ""), ("trace", (result.trace_id or "") if result else ""),
+        ("stop reason", result.stop_reason if result else ""),
+        ("handed off", f"to {result.handoff_target} ({result.handoff_reason})"
+         if result and result.handoff_reason else ""),
+        ("trace", (result.trace_id or "") if result else ""),
         ("webhook", "" if task.webhook_url is None else
          f"{task.webhook_status.value if task.webhook_status else ''}, {task.webhook_attempts} attempt(s)"
          + (f", last error: {task.webhook_last_error}" if task.webhook_last_error else "")),

@@ -46,6 +46,10 @@ class TaskResult(BaseModel):
     steps: int = 0
     duration_s: float = 0.0  # the run's own duration (RunResult.duration_s)
     cost_usd: float = 0.0
+    # Set when the agent's hand-off policy gave the run to a person (RunResult.handoff): the caller
+    # learns a human has it (and who), not only that it failed.
+    handoff_reason: str | None = None
+    handoff_target: str | None = None
 
 
 class Task(BaseModel):

@@ -45,9 +45,12 @@ EventHook = Callable[[str, Task], None]
 
 
 def _result_of(run: Any) -> TaskResult:
+    handoff = getattr(run, "handoff", None)
     return TaskResult(ok=bool(run.ok), stop_reason=str(getattr(run.stop_reason, "value", run.stop_reason)),
                       answer=run.answer, error=run.error, trace_id=run.trace_id, steps=len(run.steps),
-                      duration_s=run.duration_s, cost_usd=run.cost_usd)
+                      duration_s=run.duration_s, cost_usd=run.cost_usd,
+                      handoff_reason=str(handoff.reason.value) if handoff is not None else None,
+                      handoff_target=handoff.target if handoff is not None else None)
 
 
 class TaskRunner:

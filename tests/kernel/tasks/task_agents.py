@@ -5,6 +5,7 @@ tool waits `TASKS_SLOW_S` seconds (default 60), long enough to kill or cancel it
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 from kernel import Agent, ScriptedLLM, tool
@@ -45,3 +46,22 @@ def slow() -> Agent:
 def counted() -> Agent:
     llm = ScriptedLLM(['Action: counted_lookup\nAction Input: {"order": "7"}', "Final Answer: shipped"])
     return Agent("counted", "1.0", llm, [counted_lookup])
+
+
+def escalating() -> Agent:
+    """Hands every task to a person with the escalation tool (kernel.handoff)."""
+    from kernel.handoff import HandoffPolicy
+
+    llm = ScriptedLLM(['Action: transfer_to_human\nAction Input: {"reason": "asks for a manager"}'])
+    return Agent("escalating", "1.0", llm, handoff=HandoffPolicy(target="support-tier-2",
+                                                                escalation_tool="transfer_to_human"))
+
+
+def step_limited() -> Agent:
+    """Runs out of steps, which its hand-off policy gives to a person."""
+    from kernel.handoff import HandoffPolicy
+
+    llm = ScriptedLLM(policy=lambda messages, tools: "Action: counted_lookup\nAction Input: "
+                      + json.dumps({"order": str(len(messages))}))
+    return Agent("step-limited", "1.0", llm, [counted_lookup], budget=Budget(max_steps=2),
+                 handoff=HandoffPolicy(target="ops-on-call"))
