@@ -166,7 +166,7 @@ class Settings(BaseSettings):
         True,
         description="With no `[[alerts]]` configured, evaluate the built-in rules (per agent: steps per run release "
         "vs release, steps drift, failure rate and cost per run last 24 h vs the 7 days before, every score release vs "
-        "release; to the log). "
+        "release, the hand-off rate release vs release; to the log). "
         "Any `[[alerts]]` replaces them; false turns them off. See docs/alerts.md.",
     )
     search_index: Path | None = Field(

@@ -2,7 +2,8 @@
 
 Why built in: the regressions that matter most for agents (a release that takes more steps, a
 slow creep of steps, failing or costing more than last week, a release whose runs are judged worse:
-any score, `score:*`, each score of each agent alerted on separately) need no knowledge of the agent, so
+any score, `score:*`, each score of each agent alerted on separately; a release that hands more runs
+to a person, the transfer-to-human rate) need no knowledge of the agent, so
 a new install should alert on them from the first start instead of waiting for the user to write
 TOML. Any configured `[[alerts]]` replaces the whole set (a user who writes rules wants exactly
 those); `alerts_defaults = false` turns it off.
@@ -35,6 +36,8 @@ def _rules_for(project: str | None) -> list[AlertRule]:
                   severity=Severity.INFO, **common),
         AlertRule(name=f"scores: new release vs the previous{suffix}", kind=RuleKind.RELEASE, metric="score:*",
                   severity=Severity.WARNING, **common),
+        AlertRule(name=f"hand-off rate: new release vs the previous{suffix}", kind=RuleKind.RELEASE,
+                  metric="handoff_rate", severity=Severity.WARNING, **common),
     ]
 
 

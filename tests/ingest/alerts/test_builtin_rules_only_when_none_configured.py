@@ -13,7 +13,7 @@ from ingest.alerts.rules import AlertRule, RuleKind
 from ingest.config import ApiKey, load_settings
 
 BUILTIN_KINDS = {("release", "steps"), ("drift", "steps"), ("window", "failure_rate"), ("window", "cost_usd"),
-                 ("release", "score:*")}
+                 ("release", "score:*"), ("release", "handoff_rate")}
 N = len(BUILTIN_KINDS)
 
 

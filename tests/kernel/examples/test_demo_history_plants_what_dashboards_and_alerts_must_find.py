@@ -132,7 +132,7 @@ def test_the_creep_is_flagged_by_drift_inside_its_week_and_the_control_is_not(hi
 
 def test_builtin_rules_fire_for_the_planted_changes_and_not_for_the_control(history: History) -> None:
     rules = history.get("/api/alerts")["rules"]
-    assert len(rules) == 5 and all(r["builtin"] for r in rules)
+    assert len(rules) == 6 and all(r["builtin"] for r in rules)
     check = httpx.post(f"{history.server.http_url}/api/alerts/check", timeout=120).raise_for_status().json()
     assert check["errors"] == {}
     firing: dict[str, set[str]] = {}
