@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 STEP_BUDGET_S = 0.25  # one step's time on the writer thread before loads get their turn again
 STEP_INTERVAL_S = 1.0  # under sustained load, a step at least this often
+# ... unless the writer has just paused (upkeep, checkpoint) while spans wait: then the step waits for the
+# next load, but never longer than this, so the index's lag stays bounded under any load.
+OVERDUE_S = 2 * STEP_INTERVAL_S
 RETRY_MAX_S = 30.0
 REBUILD_WINDOW = timedelta(hours=1)  # first window; doubled or halved to hold ~REBUILD_ROWS spans
 REBUILD_ROWS = 20_000
@@ -72,10 +75,14 @@ class SearchIndexer:
     def note_loaded(self) -> None:
         self.work = True
 
-    def due(self, idle: bool) -> bool:
+    def due(self, idle: bool, overdue_only: bool = False) -> bool:
+        """Whether a step should run now: idle, or STEP_INTERVAL_S since the last one under load.
+        `overdue_only` (the writer just paused while spans wait): only once OVERDUE_S have passed."""
         now = time.monotonic()
         if not self.work or now < self._retry_at:
             return False
+        if overdue_only:
+            return now - self._last_step >= OVERDUE_S
         return idle or now - self._last_step >= STEP_INTERVAL_S
 
     def wait_s(self) -> float:

@@ -344,14 +344,26 @@ class Writer:
             return float("inf")
         return self._indexer.wait_s()
 
-    def _index_step(self, idle: bool) -> None:
-        """Index pending spans: when idle, or every few seconds under sustained load, so its lag stays bounded."""
+    def _spans_waiting(self) -> bool:
+        with self._cond:
+            return bool(self._items)
+
+    def _index_step(self, idle: bool, after_pause: bool = False) -> None:
+        """Index pending spans: when idle, or every few seconds under sustained load, so its lag stays
+        bounded. `after_pause`: an upkeep pass or a checkpoint just ran; if spans wait, step only when
+        overdue (stacked pauses add up in the visibility of everything queued)."""
         if self._indexer is None or self.failed is not None or self.unwritable is not None:
             return
         with self._cond:
-            idle = idle and not self._items
-        if self._indexer.due(idle):
-            self._indexer.step(self._conn)
+            waiting = bool(self._items)
+        idle = idle and not waiting
+        yield_to_loads = after_pause and waiting
+        if not self._indexer.due(idle, overdue_only=yield_to_loads):
+            return
+        started = time.monotonic()
+        added = self._indexer.step(self._conn)
+        why = "idle" if idle else "overdue after a pause while spans wait" if yield_to_loads else "interval"
+        log.debug("search step (%s): %d document(s) in %.3f s", why, added, time.monotonic() - started)
 
     def _upkeep_wait(self) -> float:
         """Seconds until an upkeep pass (or a set-aside trace's retry) is due (0: now; inf: nothing to do).
@@ -407,13 +419,13 @@ class Writer:
                 upkept = True
             if self.failed is None and not self._closing and self._retention_due():
                 self._retention_step()
-            self._index_step(idle=not batch and not upkept)
-            with self._cond:
-                waiting = bool(self._items)
-            # One pause per load while spans wait: an upkeep pass and a checkpoint back to back would
-            # add up in the visibility of everything queued; the checkpoint goes after the next load.
-            if self.failed is None and self._checkpoints.enabled and not (upkept and waiting):
-                self._maybe_checkpoint()
+            # One pause per load while spans wait: an upkeep pass, a checkpoint and a search step back to back
+            # would add up in the visibility of everything queued; what is skipped goes after the next load
+            # (a search step only until it is overdue, so the index's lag stays bounded under any load).
+            paused = upkept
+            if self.failed is None and self._checkpoints.enabled and not (paused and self._spans_waiting()):
+                paused = self._maybe_checkpoint() or paused
+            self._index_step(idle=not batch and not upkept, after_pause=paused)
         if self._upkeep_needed and self.failed is None:
             self._upkeep()  # leave the analytics current at shutdown (what is left waits in the table)
         with self._cond:
@@ -740,8 +752,8 @@ class Writer:
         except FileNotFoundError:
             return 0
 
-    def _maybe_checkpoint(self) -> None:
-        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap."""
+    def _maybe_checkpoint(self) -> bool:
+        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap; True when it did."""
         policy = self._checkpoints
         wal = self._wal_bytes()
         with self._cond:
@@ -752,7 +764,7 @@ class Writer:
             or (idle and policy.idle_wal_bytes > 0 and wal >= policy.idle_wal_bytes)
         )
         if not due:
-            return
+            return False
         started = time.monotonic()
         try:
             self._conn.execute("CHECKPOINT")
@@ -760,11 +772,11 @@ class Writer:
             kind = classify(exc)
             if kind is Failure.FATAL:
                 self._fail(exc)
-                return
+                return True
             if kind is Failure.REOPEN or environmental(exc):
                 self._mark_unwritable(exc)
             log.error("checkpoint of a %d-byte WAL failed, will retry: %s", wal, exc)
-            return
+            return True
         self._mark_writable()
         self.checkpoints += 1
         if self._hooks.checkpointed is not None:
@@ -774,6 +786,7 @@ class Writer:
             wal, self._rows_since_checkpoint, time.monotonic() - started, idle,
         )
         self._rows_since_checkpoint = 0
+        return True
 
     # ---- retention --------------------------------------------------------------------------
 
