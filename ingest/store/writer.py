@@ -354,8 +354,7 @@ class Writer:
         overdue (stacked pauses add up in the visibility of everything queued)."""
         if self._indexer is None or self.failed is not None or self.unwritable is not None:
             return
-        with self._cond:
-            waiting = bool(self._items)
+        waiting = self._spans_waiting()
         idle = idle and not waiting
         yield_to_loads = after_pause and waiting
         if not self._indexer.due(idle, overdue_only=yield_to_loads):
@@ -753,7 +752,8 @@ class Writer:
             return 0
 
     def _maybe_checkpoint(self) -> bool:
-        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap; True when it did."""
+        """Checkpoint when idle and the WAL is worth folding in, or when it hit the hard cap. True when it
+        ran one, even one that failed: either way the writer paused for it."""
         policy = self._checkpoints
         wal = self._wal_bytes()
         with self._cond:
