@@ -9,6 +9,8 @@ GRPC_PORT ?= 4317
 RUNS ?= 1000
 DAYS ?= 14
 DEMO ?= auto
+# pytest-xdist workers for `make test`; a test file's tests stay together in one worker (module fixtures)
+TEST_WORKERS ?= 2
 
 .PHONY: run test bench lint venv browser clean
 
@@ -34,7 +36,7 @@ lint: $(STAMP)
 
 test: $(STAMP) browser
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 
+from ingest.error_console import error_console
 from ingest.errors import ConfigError
 
 EXIT_CONFIG = 2
@@ -34,7 +34,7 @@ def serve(
     from ingest.server import serve as run_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    err = Console(stderr=True)
+    err = error_console()
     try:
         run_server(host=host, port=port, grpc_port=grpc_port, db=db, config=config, store=store,
                    clickhouse_url=clickhouse_url, role=role)

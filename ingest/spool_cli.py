@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ingest.config import Settings, load_settings
+from ingest.error_console import error_console
 from ingest.store import deadletter
 from ingest.store.spool import RecordKind
 
@@ -44,7 +45,7 @@ def _settings(config: Path | None, db: Path | None) -> Settings:
 
 def list_command(config: Path | None = None, db: Path | None = None) -> int:
     out = Console()
-    err = Console(stderr=True)
+    err = error_console()
     try:
         settings = _settings(config, db)
     except (FileNotFoundError, ValueError) as exc:
@@ -117,7 +118,7 @@ def replay(settings: Settings, log: Console) -> ReplayReport:
 
 def replay_command(config: Path | None = None, db: Path | None = None) -> int:
     out = Console()
-    err = Console(stderr=True)
+    err = error_console()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         settings = _settings(config, db)

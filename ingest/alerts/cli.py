@@ -13,13 +13,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ingest.error_console import error_console
+
 EXIT_OK, EXIT_FIRING, EXIT_ERROR = 0, 1, 2
 
 
 def check_command(api: str, timeout_s: float = 120.0, console: Console | None = None) -> int:
     """POST /api/alerts/check (admin scope; key from STEPLENS_API_KEY), print the result, return the exit code."""
     out = console or Console()
-    err = Console(stderr=True) if console is None else console
+    err = error_console() if console is None else console
     key = os.environ.get("STEPLENS_API_KEY", "").strip()
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = api.rstrip("/") + "/api/alerts/check"

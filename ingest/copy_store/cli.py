@@ -31,6 +31,7 @@ from ingest.copy_store.copy import (
     plan,
 )
 from ingest.copy_store.target import parse_target
+from ingest.error_console import error_console
 from ingest.errors import ConfigError
 from ingest.store.failures import environmental
 
@@ -54,7 +55,7 @@ def unloaded_spool_records(conn: object, spool: Path) -> int:
 
 def migrate_command(source: Path, to: str, chunk_rows: int = DEFAULT_CHUNK_ROWS, config: Path | None = None,
                     console: Console | None = None) -> int:
-    err = console or Console(stderr=True)
+    err = console or error_console()
 
     def fail(message: str) -> int:
         err.print(f"[bold red]steplens migrate:[/] {escape(message)}", highlight=False)

@@ -23,6 +23,8 @@ import httpx
 from rich.console import Console
 from rich.markup import escape
 
+from ingest.error_console import error_console
+
 EXIT_OK, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
 
 
@@ -54,7 +56,7 @@ def _refused(err: Console, what: str, response: httpx.Response) -> int:
 
 def download(api: str, name: str, out: Path, project: str | None = None, console: Console | None = None) -> int:
     """GET /api/datasets/{name} into `out` (the JSONL `steplens eval run` reads)."""
-    err = console or Console(stderr=True)
+    err = console or error_console()
     try:
         response = httpx.get(f"{api.rstrip('/')}/api/datasets/{name}", headers=_headers(), timeout=60,
                              params={"project": project} if project else None)
@@ -77,7 +79,7 @@ def create_command(
 ) -> int:
     """POST /api/datasets, print what was saved and skipped, and write the JSONL to `out` if given."""
     out_console = console or Console()
-    err = console or Console(stderr=True)
+    err = console or error_console()
     if sum((bool(filters), bool(trace_ids), queue is not None)) != 1:
         err.print("[bold red]steplens dataset create:[/] select runs with one of --filter KEY=VALUE ..., "
                   "--trace-id ID ... or --queue NAME", highlight=False)

@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ingest.error_console import error_console
+
 EXIT_OK, EXIT_ERRORS, EXIT_FAILED = 0, 1, 2
 POLL_S = 0.5
 
@@ -27,7 +29,7 @@ def backfill_command(rule: str, since: str | None, api: str, console: Console | 
                      timeout_s: float = 30.0) -> int:
     """Start the backfill, draw its progress until it finishes, return the exit code."""
     out = console or Console()
-    err = Console(stderr=True) if console is None else console
+    err = error_console() if console is None else console
     key = os.environ.get("STEPLENS_API_KEY", "").strip()
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     base = api.rstrip("/")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ingest.error_console import error_console
 from ingest.export.formats import SUFFIXES, Format
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
@@ -40,7 +41,7 @@ def export_command(
     project: str | None = None, key: str | None = None, console: Console | None = None,
 ) -> int:
     """Export each of `tables` (OTLP: spans only) into `out`; print one line per table."""
-    err = console or Console(stderr=True)
+    err = console or error_console()
     key = key if key is not None else os.environ.get("STEPLENS_API_KEY", "").strip()
     if fmt is Format.OTLP:
         tables = ["spans"]

@@ -11,9 +11,9 @@ import ipaddress
 import os
 import sys
 
-from rich.console import Console
 from rich.markup import escape
 
+from ingest.error_console import error_console
 from ingest.mcp_server.api import SteplensApi
 from ingest.mcp_server.tools import build_server
 
@@ -52,7 +52,7 @@ def serve_http(api: SteplensApi, host: str, port: int) -> None:
 
 def mcp_command(transport: str, api_url: str, key_env: str, host: str, port: int) -> int:
     """`steplens mcp`: run until the client hangs up (stdio) or Ctrl-C (HTTP)."""
-    err = Console(stderr=True)
+    err = error_console()
     try:
         if transport not in TRANSPORTS:
             raise McpConfigError(f"--transport {transport}: use stdio or http")

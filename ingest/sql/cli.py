@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ingest.error_console import error_console
+
 EXIT_OK, EXIT_REFUSED, EXIT_ERROR = 0, 1, 2
 MAX_CELL = 120  # characters of one value shown in the table (CSV and JSON are never shortened)
 
@@ -60,7 +62,7 @@ def sql_command(
 ) -> int:
     """POST the query (key from STEPLENS_API_KEY); print a table, or stream CSV/JSON to `out` (stdout)."""
     con = console or Console()
-    err = Console(stderr=True) if console is None else console
+    err = error_console() if console is None else console
     sink = out if out is not None else sys.stdout.buffer
     if sql.strip() == "-":
         sql = sys.stdin.read()
